@@ -1,0 +1,81 @@
+# thermap — plain Makefile. `make` builds libthermap.a and thermap;
+# `make check` runs every test, then again under ASan/UBSan;
+# `make demo` installs what is missing (as root), builds and plans the
+# bundled real 4xH200 example; `make bench` reports speed figures.
+
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN     = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow \
+           -Wstrict-prototypes -Wno-error=format-truncation
+CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -MMD -MP
+LDLIBS   = -lglpk -ljansson -lm
+SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
+           -fno-omit-frame-pointer
+
+B       ?= build
+LIB_SRC  = src/util.c src/sha256.c src/jsonin.c src/jsonout.c \
+           src/cluster.c src/profile.c src/job.c src/policy.c \
+           src/problem.c src/model.c src/solve.c src/solve_ilp.c \
+           src/plan.c src/check.c
+LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
+TESTS    = test_sha256 test_inputs test_model test_oracle
+TEST_BIN = $(TESTS:%=$(B)/%)
+
+DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
+           libcmocka-dev
+
+all: $(B)/thermap
+
+$(B)/%.o: src/%.c | $(B)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
+
+$(B)/libthermap.a: $(LIB_OBJ)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/thermap: $(B)/main.o $(B)/libthermap.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(LDEXTRA)
+
+$(B)/test_%.o: tests/test_%.c | $(B)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
+
+$(B)/test_%: $(B)/test_%.o $(B)/libthermap.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka $(LDEXTRA)
+
+$(B):
+	mkdir -p $(B)
+
+libthermap.a: $(B)/libthermap.a
+	cp $< $@
+
+# every test: unit tests, the brute-force oracle, CLI cases; then the same
+# under the sanitizers in a separate build directory
+check: all $(TEST_BIN)
+	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
+	@THERMAP=$(B)/thermap sh tests/cli/run.sh
+	$(MAKE) --no-print-directory check-san
+
+check-san:
+	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
+	        LDEXTRA="$(SAN)" build-san/thermap \
+	        $(TESTS:%=build-san/%)
+	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
+	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
+	@THERMAP=build-san/thermap sh tests/cli/run.sh
+
+# Installs missing Debian packages when run as root, then plans the real
+# 4xH200 recording bundled in fixtures/h200x4-a.
+demo:
+	@sh scripts/ensure-deps.sh $(DEPS_DEB)
+	@$(MAKE) --no-print-directory all
+	@sh scripts/demo.sh $(B)/thermap
+
+bench: all
+	@sh scripts/bench.sh $(B)/thermap
+
+clean:
+	rm -rf build build-san libthermap.a demo-plan
+
+.PHONY: all check check-san demo bench clean libthermap.a
+
+-include $(wildcard $(B)/*.d)

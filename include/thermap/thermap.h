@@ -1,0 +1,254 @@
+/*
+ * thermap.h — the public interface of libthermap.
+ *
+ * libthermap loads the four input documents of the thermap contract
+ * (cluster, profile, job, policy), builds the placement problem that torchrun
+ * can express (which host gets each node rank, which GPU each local rank),
+ * evaluates placements with the iteration-time and temperature model of
+ * docs/model.md, solves the problem (identity, greedy, exact ILP through
+ * GLPK, brute force), writes plan directories and checks them.
+ *
+ * It does not read telemetry or topology reports (see the topo and profile
+ * commands), and it never prints or exits: every function returns an exit
+ * code of enum tm_status and fills a tm_error with one line of text.
+ *
+ * Ownership: a function named *_load or *_new returns a new object that the
+ * caller frees with the matching *_free; *_free(NULL) does nothing. Pointers
+ * passed in are borrowed unless a comment says otherwise.
+ */
+#ifndef THERMAP_THERMAP_H
+#define THERMAP_THERMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TM_VERSION "0.1.0"
+
+/* Exit codes of the thermap program, and return codes of the library. */
+enum tm_status {
+	TM_OK = 0,         /* success */
+	TM_EINTERNAL = 1,  /* internal error (I/O failure, solver failure) */
+	TM_EUSAGE = 2,     /* bad command line */
+	TM_ENOCHANGE = 3,  /* replan: no change worth making */
+	TM_EINPUT = 4,     /* invalid input: parse or validation error */
+	TM_EINFEASIBLE = 5,/* no placement satisfies the constraints */
+	TM_ELIMIT = 6      /* solver limit reached without a feasible placement */
+};
+
+/* The first error met: a full one-line message (file, place, expectation). */
+typedef struct tm_error {
+	int code;        /* enum tm_status */
+	char msg[1024];  /* message without the "thermap: error: " prefix */
+} tm_error;
+
+/* Receives warnings (unknown fields, assumptions); NULL drops them. */
+typedef void (*tm_warn_fn)(void *ud, const char *msg);
+void tm_set_warn(tm_warn_fn fn, void *ud);
+
+/* ---- cluster: thermap.cluster/1 ---------------------------------------- */
+
+enum tm_link {
+	TM_LINK_X = 0,   /* the GPU itself */
+	TM_LINK_NV,      /* bonded NVLinks (count in nv) */
+	TM_LINK_PIX,     /* at most one PCIe bridge */
+	TM_LINK_PXB,     /* several PCIe bridges */
+	TM_LINK_PHB,     /* through a PCIe host bridge */
+	TM_LINK_NODE,    /* between host bridges of one NUMA node */
+	TM_LINK_SYS      /* across the SMP interconnect */
+};
+
+typedef struct tm_gpu {
+	int index;          /* nvidia-smi index */
+	char *uuid;         /* "GPU-…", or NULL when unknown */
+	char *pci_bus_id;   /* normalised "0000:00:06.0", or NULL */
+	char *model;        /* marketing name, or NULL */
+	double memory_gib;  /* GiB of device memory; NAN when unknown */
+} tm_gpu;
+
+typedef struct tm_node {
+	char *host;         /* host name, [A-Za-z0-9._-] */
+	int ngpus;          /* number of GPUs */
+	tm_gpu *gpus;       /* ngpus GPUs, in file order */
+	unsigned char *link;/* ngpus*ngpus enum tm_link, row-major */
+	unsigned char *nv;  /* ngpus*ngpus NVLink counts (for TM_LINK_NV) */
+	double *bw;         /* ngpus*ngpus GB/s one direction, resolved */
+	double net_gb_per_s;/* NIC bandwidth of this host; NAN = unknown */
+	char *net_group;    /* network group name, or NULL */
+} tm_node;
+
+typedef struct tm_cluster {
+	int nnodes;                   /* number of hosts */
+	tm_node *nodes;               /* hosts in file order */
+	double same_group_gb_per_s;   /* NAN when absent */
+	double cross_group_gb_per_s;  /* NAN when absent */
+	char sha256[72];              /* "sha256:<hex>" of the file bytes */
+	char *file;                   /* file name, for messages */
+} tm_cluster;
+
+int tm_cluster_load(const char *file, tm_cluster **out, tm_error *err);
+void tm_cluster_free(tm_cluster *c);
+/* Default bandwidth (GB/s, one direction) for a link code on a GPU model. */
+double tm_link_default_gb_per_s(int link, int nv, const char *model);
+/* Writes "NV18", "SYS", … into buf. */
+const char *tm_link_name(int link, int nv, char buf[16]);
+
+/* ---- profile: thermap.profile/1 ----------------------------------------- */
+
+typedef struct tm_gpu_profile {
+	char *host;             /* host name, or NULL */
+	char *uuid;             /* or NULL */
+	char *pci_bus_id;       /* normalised, or NULL */
+	int index;              /* nvidia-smi index, -1 when null */
+	double samples;         /* rows seen */
+	double load_samples;    /* rows counted as loaded */
+	double span_s;          /* seconds covered */
+	double temp_idle_c;     /* median idle temperature */
+	double temp_load_c;     /* median loaded temperature */
+	double temp_p95_c;      /* 95th percentile loaded temperature */
+	double temp_max_c;      /* highest temperature */
+	double headroom_c;      /* margin to the slowdown point under load */
+	double power_idle_w;    /* idle power */
+	double power_load_w;    /* loaded power */
+	double power_limit_w;   /* enforced power limit */
+	double ambient_c;       /* fit T = ambient + r·P */
+	double r_c_per_w;       /* fit slope, °C per W */
+	double sm_clock_load_mhz;/* sustained SM clock under load */
+	double sm_clock_max_mhz;/* maximum SM clock */
+	double thermal_slowdown_frac; /* loaded time in thermal slowdown */
+	double power_cap_frac;  /* loaded time power-capped */
+	double derate;          /* ≥ 1: slowness relative to the fastest GPU */
+} tm_gpu_profile;           /* every double is NAN when null */
+
+typedef struct tm_profile {
+	int ngpus;              /* entries */
+	tm_gpu_profile *gpus;   /* entries in file order */
+	char sha256[72];        /* "sha256:<hex>" of the file bytes */
+	char *file;             /* file name */
+} tm_profile;
+
+int tm_profile_load(const char *file, tm_profile **out, tm_error *err);
+void tm_profile_free(tm_profile *p);
+
+/* ---- job: thermap.job/1 -------------------------------------------------- */
+
+enum tm_dim { TM_TP, TM_CP, TM_EP, TM_DP, TM_PP, TM_NDIM };
+enum tm_sched { TM_SCHED_1F1B, TM_SCHED_INTERLEAVED, TM_SCHED_GPIPE };
+
+typedef struct tm_stage {
+	double fwd_ms;       /* forward time per microbatch at full clocks */
+	double bwd_ms;       /* backward time per microbatch at full clocks */
+	int layers;          /* transformer layers, -1 when not given */
+	double act_mib;      /* MiB each rank sends to its next-stage peer */
+	double mem_gib;      /* memory a rank of this stage needs; NAN = unknown */
+	bool measured;       /* times were given, not derived from layers */
+} tm_stage;
+
+typedef struct tm_job {
+	int size[TM_NDIM];   /* tp, cp, ep, dp, pp */
+	int vpp;             /* virtual pipeline chunks per pipeline rank */
+	int order[TM_NDIM];  /* dimensions, fastest-varying first */
+	int norder;          /* dimensions named in order */
+	int nproc_per_node;  /* ranks per node */
+	int sched;           /* enum tm_sched */
+	int microbatches;    /* microbatches per iteration */
+	int nstages;         /* pp·vpp model chunks */
+	tm_stage *stages;    /* chunk j runs on pipeline rank j % pp */
+	int world;           /* tp·cp·dp·pp ranks */
+	char sha256[72];     /* "sha256:<hex>" of the file bytes */
+	char *file;          /* file name */
+} tm_job;
+
+int tm_job_load(const char *file, tm_job **out, tm_error *err);
+void tm_job_free(tm_job *j);
+/* Coordinates of a global rank under the job's order string. */
+void tm_job_coords(const tm_job *j, int rank, int coord[TM_NDIM]);
+
+/* ---- policy: thermap.policy/1 -------------------------------------------- */
+
+enum tm_method { TM_METHOD_IDENTITY, TM_METHOD_GREEDY, TM_METHOD_ILP,
+                 TM_METHOD_BRUTE };
+enum tm_crit { TM_CRIT_TIME, TM_CRIT_PEAK, TM_CRIT_MOVES };
+
+typedef struct tm_policy {
+	char *name;          /* policy name */
+	int method;          /* enum tm_method */
+	int ncrit;           /* criteria in order */
+	int crit[3];         /* enum tm_crit, lexicographic */
+	double tolerance;    /* relative tolerance between criteria */
+	double move_cost_ms; /* iteration-time price of one moved rank */
+	bool tp_nvlink;      /* tensor-parallel groups on NVLink */
+	bool pp_nvlink;      /* pipeline neighbours on NVLink */
+	double max_temp_c;   /* cap on predicted temperature; NAN = none */
+	bool rebalance;      /* choose layers per stage (not in this version) */
+	int min_layers;      /* fewest layers per stage when rebalancing */
+	int max_moves;       /* at most this many moved ranks; -1 = any */
+	double time_limit_s; /* solver wall-clock limit */
+	double mip_gap;      /* accepted relative MIP gap */
+	char sha256[72];     /* of the file, or of the built-in text */
+	char *file;          /* file name, or "(built-in thermal policy)" */
+} tm_policy;
+
+int tm_policy_load(const char *file, tm_policy **out, tm_error *err);
+/* The built-in default policy (policies/thermal.json). */
+int tm_policy_default(tm_policy **out, tm_error *err);
+void tm_policy_free(tm_policy *p);
+
+/* ---- problem, placement, evaluation ------------------------------------- */
+
+typedef struct tm_problem tm_problem;   /* opaque */
+
+/* Builds the placement problem; allow_unprofiled lets GPUs without a profile
+ * entry stand in as the worst profiled GPU. */
+int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+                   const tm_policy *pol, bool allow_unprofiled,
+                   tm_problem **out, tm_error *err);
+void tm_problem_free(tm_problem *pb);
+
+/* A placement: the GPU of every global rank, as (host, GPU position). */
+typedef struct tm_placement {
+	int nranks;          /* world size */
+	int *host;           /* rank → node index in the cluster */
+	int *gpu;            /* rank → position in that node's gpus[] */
+} tm_placement;
+
+tm_placement *tm_placement_new(int nranks);
+void tm_placement_free(tm_placement *pl);
+
+/* What the model predicts for one placement. */
+typedef struct tm_eval {
+	double iteration_ms; /* predicted iteration time */
+	double peak_temp_c;  /* highest predicted temperature of a used GPU */
+	double peak_ref_c;   /* same, at the reference iteration time */
+	int moves;           /* ranks on another GPU than the reference */
+	bool feasible;       /* satisfies the policy's constraints */
+} tm_eval;
+
+typedef struct tm_solution {
+	tm_placement *pl;    /* owned */
+	tm_eval ev;          /* its evaluation */
+	char status[16];     /* "optimal", "feasible" or "heuristic" */
+	double objective;    /* value of the first criterion */
+	double bound;        /* proven bound on the first criterion */
+	double gap;          /* relative gap between them */
+	double time_ms;      /* wall time of the solve */
+	double t_ref_ms;     /* reference iteration time of peak_ref_c */
+	tm_eval baseline;    /* the identity placement, same model */
+	bool baseline_ok;    /* identity is possible on this cluster */
+} tm_solution;
+
+int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);
+void tm_solution_clear(tm_solution *sol);
+
+/* ---- plan directory ----------------------------------------------------- */
+
+/* Writes the plan directory atomically (temporary directory, then rename). */
+int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
+                  const char *dir, tm_error *err);
+
+/* Checks a plan directory against cluster and job (and, when given, the
+ * profile and policy that predicted it). */
+int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
+                  const char *dir, char *summary, size_t summary_len,
+                  tm_error *err);
+
+#endif

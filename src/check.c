@@ -1,0 +1,453 @@
+/*
+ * check.c — `thermap check`: re-derives every rank of a plan from its env
+ * files alone, exactly as torchrun would (global rank = NODE_RANK ·
+ * NPROC_PER_NODE + local rank; local rank i on the i-th entry of
+ * CUDA_VISIBLE_DEVICES), decodes each rank's coordinates with its own
+ * odometer over the job's order string, and confirms plan.json and the
+ * plan's constraints against the cluster. The first violation is reported.
+ * It shares no placement code with the planner on purpose.
+ */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct envf {
+	char *host;        /* from the file name */
+	char *path;        /* for messages */
+	int node_rank, nnodes, nproc;
+	char *devices;     /* CUDA_VISIBLE_DEVICES */
+	char *master, *plan;
+	int seen;          /* bit per required key */
+} envf;
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int parse_int(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < 0 || v > 1 << 24)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int read_env(const char *dir, const char *name, envf *e,
+                    tm_error *err)
+{
+	static const char *const keys[] = { "CUDA_VISIBLE_DEVICES",
+		"NODE_RANK", "NNODES", "NPROC_PER_NODE", "MASTER_ADDR",
+		"THERMAP_PLAN" };
+	char *text, *line, *save = NULL;
+	size_t len;
+	int lineno = 0, rc;
+
+	e->path = xmalloc(strlen(dir) + strlen(name) + 8);
+	sprintf(e->path, "%s/env/%s", dir, name);
+	e->host = xstrdup(name);
+	e->host[strlen(name) - 4] = '\0';
+	if ((rc = tm_read_file(e->path, 1 << 20, &text, &len, err)))
+		return rc;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *eq = strchr(line, '=');
+		int k;
+		lineno++;
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		if (!eq) {
+			free(text);
+			return tm_fail(err, TM_EINPUT, "%s:%d: expected KEY=VALUE",
+			               e->path, lineno);
+		}
+		*eq = '\0';
+		for (k = 0; k < 6 && strcmp(line, keys[k]); k++)
+			;
+		if (k == 6)
+			continue;  /* CUDA_DEVICE_ORDER, MASTER_PORT, … */
+		e->seen |= 1 << k;
+		if ((k == 1 && parse_int(eq + 1, &e->node_rank)) ||
+		    (k == 2 && parse_int(eq + 1, &e->nnodes)) ||
+		    (k == 3 && parse_int(eq + 1, &e->nproc))) {
+			free(text);
+			return tm_fail(err, TM_EINPUT, "%s:%d: %s: expected a "
+			               "non-negative integer", e->path, lineno, line);
+		}
+		if (k == 0) {
+			free(e->devices);
+			e->devices = xstrdup(eq + 1);
+		} else if (k == 4) {
+			free(e->master);
+			e->master = xstrdup(eq + 1);
+		} else if (k == 5) {
+			free(e->plan);
+			e->plan = xstrdup(eq + 1);
+		}
+	}
+	free(text);
+	for (int k = 0; k < 6; k++)
+		if (!(e->seen & 1 << k))
+			return tm_fail(err, TM_EINPUT, "%s: %s is not set", e->path,
+			               keys[k]);
+	return 0;
+}
+
+/* Coordinates of every rank by counting through the order string. */
+static void odometer(const tm_job *j, int (*coord)[TM_NDIM])
+{
+	int size[TM_NDIM], digit[TM_NDIM] = { 0 };
+	int ep = j->size[TM_EP], dpo = j->size[TM_DP] / ep;
+	int pos[TM_NDIM];
+
+	for (int k = 0; k < TM_NDIM; k++)
+		pos[k] = -1;
+	for (int i = 0; i < j->norder; i++) {
+		int d = j->order[i];
+		size[i] = d == TM_DP ? dpo : j->size[d];
+		pos[d] = i;
+	}
+	for (int r = 0; r < j->world; r++) {
+		int epc = pos[TM_EP] >= 0 ? digit[pos[TM_EP]] : 0;
+		int dpc = pos[TM_DP] >= 0 ? digit[pos[TM_DP]] : 0;
+		for (int k = 0; k < TM_NDIM; k++)
+			coord[r][k] = pos[k] >= 0 ? digit[pos[k]] : 0;
+		coord[r][TM_EP] = epc;
+		if (ep == 1)
+			coord[r][TM_DP] = dpc;
+		else if (pos[TM_EP] < pos[TM_DP])
+			coord[r][TM_DP] = epc + ep * dpc;
+		else
+			coord[r][TM_DP] = dpc + dpo * epc;
+		for (int i = 0; i < j->norder; i++) {
+			if (++digit[i] < size[i])
+				break;
+			digit[i] = 0;
+		}
+	}
+}
+
+typedef struct chk {
+	const tm_cluster *c;
+	const tm_job *j;
+	const char *dir;
+	char pj[4200];        /* path of plan.json */
+	int *host, *gpu;      /* rank → node, position */
+	int (*coord)[TM_NDIM];
+	tm_error *err;
+} chk;
+
+static bool nvl(const chk *K, int a, int b)
+{
+	const tm_node *n = &K->c->nodes[K->host[a]];
+	return K->host[a] == K->host[b] &&
+	       n->link[K->gpu[a] * n->ngpus + K->gpu[b]] == TM_LINK_NV;
+}
+
+static int link_fail(const chk *K, const char *what, int a, int b)
+{
+	const tm_node *x = &K->c->nodes[K->host[a]], *y = &K->c->nodes[K->host[b]];
+	return tm_fail(K->err, TM_EINPUT, "%s: %s: ranks %d (%s GPU %d) and "
+	               "%d (%s GPU %d) are not joined by NVLink", K->dir, what,
+	               a, x->host, x->gpus[K->gpu[a]].index, b, y->host,
+	               y->gpus[K->gpu[b]].index);
+}
+
+/* tp_nvlink and pp_nvlink, as recorded in plan.json. */
+static int check_links(const chk *K, json_t *cons)
+{
+	const tm_job *j = K->j;
+	bool tpn = json_is_true(json_object_get(cons, "tp_nvlink"));
+	bool ppn = json_is_true(json_object_get(cons, "pp_nvlink"));
+	for (int a = 0; a < j->world; a++)
+		for (int b = a + 1; b < j->world; b++) {
+			int same = 0, d;
+			for (d = 0; d < TM_NDIM; d++)
+				same += K->coord[a][d] == K->coord[b][d];
+			if (tpn && same == TM_NDIM - 1 &&
+			    K->coord[a][TM_TP] != K->coord[b][TM_TP] && !nvl(K, a, b))
+				return link_fail(K, "tp_nvlink", a, b);
+			if (ppn && same == TM_NDIM - 1 &&
+			    abs(K->coord[a][TM_PP] - K->coord[b][TM_PP]) == 1 &&
+			    !nvl(K, a, b))
+				return link_fail(K, "pp_nvlink", a, b);
+		}
+	return 0;
+}
+
+static int check_ranks(const chk *K, json_t *ranks)
+{
+	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
+	const tm_job *j = K->j;
+	if (!json_is_array(ranks) || (int)json_array_size(ranks) != j->world)
+		return tm_fail(K->err, TM_EINPUT, "%s: ranks: expected %d entries",
+		               K->pj, j->world);
+	for (int r = 0; r < j->world; r++) {
+		json_t *o = json_array_get(ranks, (size_t)r);
+		const tm_node *n = &K->c->nodes[K->host[r]];
+		const tm_gpu *g = &n->gpus[K->gpu[r]];
+		const char *host = json_string_value(json_object_get(o, "host"));
+		const char *uuid = json_string_value(json_object_get(o, "uuid"));
+		json_t *gi = json_object_get(o, "gpu_index");
+		if (json_integer_value(json_object_get(o, "rank")) != r)
+			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].rank: expected "
+			               "%d", K->pj, r, r);
+		if (!host || strcmp(host, n->host))
+			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].host: plan "
+			               "says %s, the env files put rank %d on %s", K->pj,
+			               r, host ? host : "nothing", r, n->host);
+		if (!json_is_integer(gi) || json_integer_value(gi) != g->index)
+			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].gpu_index: plan "
+			               "says %lld, the env files give GPU %d", K->pj, r,
+			               (long long)json_integer_value(gi), g->index);
+		if ((uuid || g->uuid) && (!uuid || !g->uuid || strcmp(uuid, g->uuid)))
+			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].uuid: plan says "
+			               "%s, the env files give %s", K->pj, r,
+			               uuid ? uuid : "null", g->uuid ? g->uuid : "null");
+		if (json_integer_value(json_object_get(o, "local_rank")) !=
+		    r % j->nproc_per_node ||
+		    json_integer_value(json_object_get(o, "node_rank")) !=
+		    r / j->nproc_per_node)
+			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d]: node_rank/"
+			               "local_rank disagree with torchrun's layout",
+			               K->pj, r);
+		for (int d = 0; d < TM_NDIM; d++)
+			if (json_integer_value(json_object_get(o, dn[d])) !=
+			    K->coord[r][d])
+				return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].%s: plan "
+				               "says %lld, the job's order gives %d", K->pj,
+				               r, dn[d], (long long)json_integer_value(
+				               json_object_get(o, dn[d])), K->coord[r][d]);
+	}
+	return 0;
+}
+
+/* Resolves one CUDA_VISIBLE_DEVICES entry to a GPU of the host. */
+static int resolve(const tm_node *n, const char *tok)
+{
+	int idx;
+	for (int g = 0; g < n->ngpus; g++)
+		if (n->gpus[g].uuid && !strcmp(n->gpus[g].uuid, tok))
+			return g;
+	if (parse_int(tok, &idx) == 0)
+		for (int g = 0; g < n->ngpus; g++)
+			if (n->gpus[g].index == idx)
+				return g;
+	return -1;
+}
+
+static int check_envs(chk *K, envf *E, int ne, const char *id)
+{
+	const tm_job *j = K->j;
+	int nnodes = j->world / j->nproc_per_node;
+	int *node_file = xmalloc(sizeof(int) * (size_t)nnodes);
+	int rc = 0;
+
+	for (int n = 0; n < nnodes; n++)
+		node_file[n] = -1;
+	if (ne != nnodes)
+		rc = tm_fail(K->err, TM_EINPUT, "%s/env: %d env file(s); the job "
+		             "needs %d node(s)", K->dir, ne, nnodes);
+	for (int i = 0; i < ne && !rc; i++) {
+		envf *e = &E[i];
+		int h = -1;
+		for (int k = 0; k < K->c->nnodes; k++)
+			if (!strcmp(K->c->nodes[k].host, e->host))
+				h = k;
+		if (h < 0)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: host %s is not in %s",
+			             e->path, e->host, K->c->file);
+		else if (e->nnodes != nnodes)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: NNODES=%d; the job needs %d",
+			             e->path, e->nnodes, nnodes);
+		else if (e->nproc != j->nproc_per_node)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: NPROC_PER_NODE=%d; the job "
+			             "has nproc_per_node %d", e->path, e->nproc,
+			             j->nproc_per_node);
+		else if (e->node_rank >= nnodes || node_file[e->node_rank] >= 0)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: NODE_RANK=%d is out of "
+			             "range or repeats another env file", e->path,
+			             e->node_rank);
+		else if (strcmp(e->plan, id))
+			rc = tm_fail(K->err, TM_EINPUT, "%s: THERMAP_PLAN=%s; plan.json "
+			             "is %s", e->path, e->plan, id);
+		if (rc)
+			break;
+		node_file[e->node_rank] = i;
+		/* the GPUs, in local-rank order */
+		{
+			const tm_node *n = &K->c->nodes[h];
+			char *dev = xstrdup(e->devices), *save = NULL, *tok;
+			unsigned char *taken = xcalloc((size_t)n->ngpus, 1);
+			int local = 0;
+			for (tok = strtok_r(dev, ",", &save); tok && !rc;
+			     tok = strtok_r(NULL, ",", &save), local++) {
+				int g = resolve(n, tok), r;
+				if (g < 0)
+					rc = tm_fail(K->err, TM_EINPUT, "%s: CUDA_VISIBLE_DEVICES "
+					             "entry %d (%s) is not a GPU of host %s",
+					             e->path, local, tok, n->host);
+				else if (taken[g]++)
+					rc = tm_fail(K->err, TM_EINPUT, "%s: CUDA_VISIBLE_DEVICES "
+					             "names GPU %s twice", e->path, tok);
+				else if (local < j->nproc_per_node) {
+					r = e->node_rank * j->nproc_per_node + local;
+					K->host[r] = h;
+					K->gpu[r] = g;
+				}
+			}
+			if (!rc && local != j->nproc_per_node)
+				rc = tm_fail(K->err, TM_EINPUT, "%s: CUDA_VISIBLE_DEVICES "
+				             "lists %d GPUs; NPROC_PER_NODE is %d", e->path,
+				             local, j->nproc_per_node);
+			free(dev);
+			free(taken);
+		}
+	}
+	for (int n = 0; n < nnodes && !rc; n++) {
+		const char *m0 = E[node_file[n]].master;
+		if (strcmp(m0, E[node_file[0]].host))
+			rc = tm_fail(K->err, TM_EINPUT, "%s: MASTER_ADDR=%s; node rank "
+			             "0 is %s", E[node_file[n]].path, m0,
+			             E[node_file[0]].host);
+	}
+	free(node_file);
+	return rc;
+}
+
+int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
+                  const char *dir, char *summary, size_t summary_len,
+                  tm_error *err)
+{
+	chk K;
+	json_t *root = NULL, *inputs, *cons;
+	envf *E = NULL;
+	char **names = NULL, envdir[4200];
+	int ne = 0, rc = 0;
+	const char *id, *s;
+	DIR *d;
+	struct dirent *de;
+
+	memset(&K, 0, sizeof K);
+	K.c = c;
+	K.j = j;
+	K.dir = dir;
+	K.err = err;
+	snprintf(K.pj, sizeof K.pj, "%s/plan.json", dir);
+	if ((rc = jin_load(K.pj, "thermap.plan", &root, NULL, err)))
+		return rc;
+	id = json_string_value(json_object_get(root, "id"));
+	inputs = json_object_get(root, "inputs");
+	cons = json_object_get(root, "constraints");
+	if (!id || !json_is_object(inputs) || !json_is_object(cons)) {
+		rc = tm_fail(err, TM_EINPUT, "%s: expected id, inputs and "
+		             "constraints", K.pj);
+		goto out;
+	}
+	s = json_string_value(json_object_get(inputs, "cluster"));
+	if (!s || strcmp(s, c->sha256)) {
+		rc = tm_fail(err, TM_EINPUT, "%s: inputs.cluster: the plan was made "
+		             "for another cluster file than %s", K.pj, c->file);
+		goto out;
+	}
+	s = json_string_value(json_object_get(inputs, "job"));
+	if (!s || strcmp(s, j->sha256)) {
+		rc = tm_fail(err, TM_EINPUT, "%s: inputs.job: the plan was made for "
+		             "another job file than %s", K.pj, j->file);
+		goto out;
+	}
+	snprintf(envdir, sizeof envdir, "%s/env", dir);
+	if (!(d = opendir(envdir))) {
+		rc = tm_fail(err, TM_EINPUT, "%s: no env directory", envdir);
+		goto out;
+	}
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".env")) {
+			names = xrealloc(names, sizeof(char *) * (size_t)(ne + 1));
+			names[ne++] = xstrdup(de->d_name);
+		}
+	}
+	closedir(d);
+	qsort(names, (size_t)ne, sizeof(char *), cmp_str);
+	E = xcalloc((size_t)(ne ? ne : 1), sizeof *E);
+	for (int i = 0; i < ne && !rc; i++)
+		rc = read_env(dir, names[i], &E[i], err);
+	if (rc)
+		goto out;
+	K.host = xmalloc(sizeof(int) * (size_t)j->world);
+	K.gpu = xmalloc(sizeof(int) * (size_t)j->world);
+	K.coord = xmalloc(sizeof *K.coord * (size_t)j->world);
+	odometer(j, K.coord);
+	if ((rc = check_envs(&K, E, ne, id)) ||
+	    (rc = check_ranks(&K, json_object_get(root, "ranks"))) ||
+	    (rc = check_links(&K, cons)))
+		goto out;
+	if (p) {
+		/* re-predict with the profile, and hold the temperature cap */
+		json_t *pred = json_object_get(root, "predicted");
+		double it = json_number_value(json_object_get(pred, "iteration_ms"));
+		double pk = json_number_value(json_object_get(pred, "peak_temp_c"));
+		double cap = json_number_value(json_object_get(cons, "max_temp_c"));
+		tm_policy *pol = NULL;
+		tm_problem *pb = NULL;
+		tm_eval ev;
+		int *flat = xmalloc(sizeof(int) * (size_t)j->world);
+		rc = tm_policy_default(&pol, err);
+		if (!rc) {
+			pol->tp_nvlink = false;
+			rc = tm_problem_new(c, p, j, pol, true, &pb, err);
+		}
+		if (!rc) {
+			for (int r = 0; r < j->world; r++)
+				flat[r] = pb->host_first[K.host[r]] + K.gpu[r];
+			tm_eval_flat(pb, flat, 0, &ev);
+			if (fabs(ev.iteration_ms - it) > 1e-3 + 1e-6 * it)
+				rc = tm_fail(err, TM_EINPUT, "%s: predicted.iteration_ms is "
+				             "%.4f; the model gives %.4f for this placement",
+				             K.pj, it, ev.iteration_ms);
+			else if (fabs(ev.peak_temp_c - pk) > 0.01)
+				rc = tm_fail(err, TM_EINPUT, "%s: predicted.peak_temp_c is "
+				             "%.2f; the model gives %.2f", K.pj, pk,
+				             ev.peak_temp_c);
+			else if (json_is_number(json_object_get(cons, "max_temp_c")) &&
+			         ev.peak_temp_c > cap + 0.01)
+				rc = tm_fail(err, TM_EINPUT, "%s: max_temp_c %.1f: the "
+				             "placement reaches %.2f °C", K.pj, cap,
+				             ev.peak_temp_c);
+		}
+		free(flat);
+		tm_problem_free(pb);
+		tm_policy_free(pol);
+		if (rc)
+			goto out;
+	}
+	snprintf(summary, summary_len, "%s: ok: plan %s, %d ranks on %d "
+	         "node(s); every rank's GPU in the env files matches plan.json%s%s"
+	         "%s", dir, id, j->world, j->world / j->nproc_per_node,
+	         json_is_true(json_object_get(cons, "tp_nvlink")) ?
+	         "; tp_nvlink holds" : "",
+	         json_is_true(json_object_get(cons, "pp_nvlink")) ?
+	         "; pp_nvlink holds" : "",
+	         p ? "; predictions reproduced" : "");
+out:
+	for (int i = 0; i < ne; i++) {
+		free(names[i]);
+		free(E[i].host);
+		free(E[i].path);
+		free(E[i].devices);
+		free(E[i].master);
+		free(E[i].plan);
+	}
+	free(names);
+	free(E);
+	free(K.host);
+	free(K.gpu);
+	free(K.coord);
+	json_decref(root);
+	return rc;
+}

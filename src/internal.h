@@ -1,0 +1,186 @@
+/*
+ * internal.h — declarations shared by the files of libthermap, grouped by
+ * the file that defines them. Nothing here is part of the public interface.
+ */
+#ifndef THERMAP_INTERNAL_H
+#define THERMAP_INTERNAL_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <jansson.h>
+
+#include "thermap/thermap.h"
+#include "sha256.h"
+
+#define TM_MAX_INPUT_BYTES (256u << 20) /* largest JSON input we read */
+#define TM_MAX_GPUS_PER_NODE 1024       /* a sanity bound on hostile input */
+#define TM_MAX_NODES 65536
+#define TM_MAX_RANKS (1 << 20)
+
+/* util.c */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+int tm_fail(tm_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void tm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
+                 tm_error *err);
+char *tm_normalise_pci(const char *s);
+bool tm_valid_host(const char *s);
+bool tm_valid_uuid(const char *s);
+int tm_levenshtein(const char *a, const char *b);
+
+typedef struct strbuf {
+	char *s;     /* NUL-terminated contents */
+	size_t len;  /* bytes used, without the NUL */
+	size_t cap;  /* bytes allocated */
+} strbuf;
+void sb_init(strbuf *b);
+void sb_free(strbuf *b);
+void sb_add(strbuf *b, const char *s);
+void sb_addf(strbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* jsonin.c: reading validated fields with JSON paths in messages */
+typedef struct jin {
+	const char *file;  /* file name for messages */
+	tm_error *err;     /* first error */
+} jin;
+enum { JF_REQ = 1, JF_NULL = 2 };  /* required; null allowed */
+int jin_load(const char *file, const char *format, json_t **root,
+             char sha[72], tm_error *err);
+int jin_loadb(const char *file, const char *text, size_t len,
+              const char *format, json_t **root, tm_error *err);
+void jin_unknown(const jin *J, json_t *obj, const char *path,
+                 const char *const *known);
+int jin_fail(const jin *J, const char *path, const char *key,
+             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int jin_obj(const jin *J, json_t *obj, const char *path, const char *key,
+            int flags, json_t **out);
+int jin_arr(const jin *J, json_t *obj, const char *path, const char *key,
+            int flags, json_t **out);
+int jin_num(const jin *J, json_t *obj, const char *path, const char *key,
+            int flags, double lo, double hi, double *out);
+int jin_int(const jin *J, json_t *obj, const char *path, const char *key,
+            int flags, long lo, long hi, int *out);
+int jin_str(const jin *J, json_t *obj, const char *path, const char *key,
+            int flags, char **out);
+int jin_bool(const jin *J, json_t *obj, const char *path, const char *key,
+             int flags, bool *out);
+
+/* jsonout.c: a small deterministic JSON writer */
+typedef struct jw {
+	strbuf *b;      /* output */
+	int depth;      /* nesting depth */
+	bool first[64]; /* no member written yet at this depth */
+	bool inline_[64]; /* this container is written on one line */
+} jw;
+void jw_init(jw *w, strbuf *b);
+void jw_obj(jw *w, const char *key, bool inline_);
+void jw_arr(jw *w, const char *key, bool inline_);
+void jw_end_obj(jw *w);
+void jw_end_arr(jw *w);
+void jw_str(jw *w, const char *key, const char *v);
+void jw_num(jw *w, const char *key, double v, int decimals);
+void jw_int(jw *w, const char *key, long v);
+void jw_bool(jw *w, const char *key, bool v);
+void jw_null(jw *w, const char *key);
+void jw_escape(strbuf *b, const char *s);
+
+/* problem.c: the placement problem in flat arrays */
+typedef struct tm_hop {
+	int from;       /* pipeline rank that sends */
+	int to;         /* pipeline rank that receives */
+	double act_mib; /* MiB each rank sends per microbatch */
+} tm_hop;
+
+struct tm_problem {
+	const tm_cluster *c;  /* borrowed */
+	const tm_job *job;    /* borrowed */
+	const tm_policy *pol; /* borrowed */
+	char profile_sha256[72]; /* of the profile file */
+	int nhost;            /* hosts in the cluster */
+	int ngpu;             /* GPUs in the cluster, flattened */
+	int *gpu_host;        /* flat GPU → host */
+	int *gpu_pos;         /* flat GPU → position in its host */
+	int *host_first;      /* host → first flat GPU */
+	/* per flat GPU, from the profile */
+	double *derate;       /* ≥ 1 */
+	double *t_idle;       /* predicted idle temperature, °C */
+	double *t_slope;      /* °C per unit busy fraction */
+	double *p_idle;       /* idle power, W */
+	double *p_slope;      /* W per unit busy fraction */
+	double *headroom;     /* headroom_c, NAN when unknown */
+	double *mem_gib;      /* device memory, NAN when unknown */
+	int *prof;            /* profile entry, -1 when unprofiled */
+	double *net_bw;       /* nhost*nhost GB/s between hosts */
+	/* ranks */
+	int nranks;           /* world size */
+	int nproc;            /* ranks per node */
+	int nnodes;           /* node ranks */
+	int (*coord)[TM_NDIM];/* rank → coordinates */
+	int *rank_stage;      /* rank → pipeline rank */
+	int *rank_rep;        /* rank → data-parallel replica */
+	int *rank_member;     /* rank → position within its stage instance */
+	int nmember;          /* tp·cp ranks per stage instance */
+	int nrep;             /* data-parallel replicas (dp) */
+	int npp;              /* pipeline ranks */
+	int *inst_rank;       /* (rep*npp + stage)*nmember + member → rank */
+	double *work;         /* pipeline rank → fwd+bwd ms per microbatch */
+	double *fwd, *bwd;    /* pipeline rank → fwd / bwd ms per microbatch */
+	int nhops;            /* activation hops per microbatch */
+	tm_hop *hops;         /* the hops, chunk j → chunk j+1 */
+	double *mem_need;     /* pipeline rank → GiB a rank needs, NAN = unknown */
+	int *usable;          /* hosts with at least nproc GPUs, in file order */
+	int nusable;          /* number of them */
+	int *ref_gpu;         /* rank → flat GPU of the reference placement */
+	int ncrit;            /* criteria: the policy's, then moves */
+	int crit[3];          /* enum tm_crit, lexicographic */
+	bool uniform_derate;  /* every GPU has the same derate */
+	char **notes;         /* assumptions the plan must state */
+	int nnotes;           /* number of notes */
+};
+
+double tm_bw(const tm_problem *pb, int g, int h);
+bool tm_nvlink(const tm_problem *pb, int g, int h);
+bool tm_fits(const tm_problem *pb, int rank, int g);
+double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
+double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
+double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
+void tm_identity(const tm_problem *pb, int *flat);
+void tm_problem_note(tm_problem *pb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* model.c: the prediction model of docs/model.md */
+double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
+double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
+                    tm_eval *ev);
+double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage);
+double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
+                      const tm_hop *hop);
+bool tm_constraints_ok(const tm_problem *pb, const int *flat, double t_ref,
+                       char *why, size_t whylen);
+int tm_explain_infeasible(const tm_problem *pb, tm_error *err);
+/* lexicographic order with tolerance: 1 if a is a better than b, 0 if not */
+int tm_eval_better(const tm_problem *pb, const tm_eval *a, const tm_eval *b);
+double tm_crit_value(const tm_eval *ev, int crit);
+double tm_crit_bound(const tm_problem *pb, int crit, double best);
+
+/* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
+int tm_solve_greedy(const tm_problem *pb, int *flat);
+int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
+                   tm_error *err);
+int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
+                 tm_solution *sol, tm_error *err);
+
+/* plan.c */
+void tm_flat_to_placement(const tm_problem *pb, const int *flat,
+                          tm_placement *pl);
+void tm_placement_to_flat(const tm_problem *pb, const tm_placement *pl,
+                          int *flat);
+char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol);
+
+#endif

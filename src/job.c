@@ -1,0 +1,283 @@
+/*
+ * job.c — loads and validates a thermap.job/1 document (parallel sizes, the
+ * Megatron-Core order string, schedule and per-stage costs) and maps global
+ * ranks to their coordinates. Expert parallelism follows Megatron-Core: it
+ * splits the data-parallel dimension, so the world size is tp·cp·dp·pp and
+ * ep must divide dp.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const dim_names[TM_NDIM] = { "tp", "cp", "ep", "dp", "pp" };
+
+void tm_job_free(tm_job *j)
+{
+	if (!j)
+		return;
+	free(j->stages);
+	free(j->file);
+	free(j);
+}
+
+static int parse_order(const jin *J, const char *s, tm_job *j)
+{
+	char tok[8];
+	const char *p = s;
+	bool seen[TM_NDIM] = { false };
+	int ep_pos = -1, dp_pos = -1;
+
+	j->norder = 0;
+	while (*p) {
+		size_t n = strcspn(p, "-");
+		int d = -1;
+		if (n == 0 || n >= sizeof tok)
+			return jin_fail(J, "parallel", "order", "\"%.60s\": expected "
+			                "dimensions tp, cp, ep, dp, pp joined by '-'", s);
+		memcpy(tok, p, n);
+		tok[n] = '\0';
+		for (int k = 0; k < TM_NDIM; k++)
+			if (!strcmp(tok, dim_names[k]))
+				d = k;
+		if (d < 0)
+			return jin_fail(J, "parallel", "order", "\"%s\" is not a "
+			                "dimension; expected tp, cp, ep, dp or pp", tok);
+		if (seen[d])
+			return jin_fail(J, "parallel", "order", "names %s twice", tok);
+		seen[d] = true;
+		if (d == TM_EP)
+			ep_pos = j->norder;
+		if (d == TM_DP)
+			dp_pos = j->norder;
+		j->order[j->norder++] = d;
+		p += n;
+		if (*p == '-' && p[1] == '\0')
+			return jin_fail(J, "parallel", "order", "\"%.60s\" ends with '-'",
+			                s);
+		if (*p == '-')
+			p++;
+	}
+	for (int k = 0; k < TM_NDIM; k++)
+		if (!seen[k] && j->size[k] > 1)
+			return jin_fail(J, "parallel", "order", "\"%.60s\" leaves out %s, "
+			                "whose size is %d", s, dim_names[k], j->size[k]);
+	if (ep_pos >= 0 && j->size[TM_EP] > 1 &&
+	    (dp_pos < 0 || abs(ep_pos - dp_pos) != 1))
+		return jin_fail(J, "parallel", "order", "\"%.60s\": ep must sit next "
+		                "to dp (Megatron-Core splits dp into ep groups)", s);
+	return 0;
+}
+
+/* The mixed-radix digits of a rank, fastest dimension first. dp is the
+ * combined data-parallel index of its ep and outer parts. */
+void tm_job_coords(const tm_job *j, int rank, int coord[TM_NDIM])
+{
+	int ep = j->size[TM_EP], dpo = j->size[TM_DP] / ep;
+	int r = rank, epc = 0, dpc = 0, ep_pos = -1, dp_pos = -1;
+
+	for (int k = 0; k < TM_NDIM; k++)
+		coord[k] = 0;
+	for (int i = 0; i < j->norder; i++) {
+		int d = j->order[i];
+		int size = d == TM_DP ? dpo : j->size[d];
+		int digit = r % size;
+		r /= size;
+		if (d == TM_EP) {
+			epc = digit;
+			ep_pos = i;
+		} else if (d == TM_DP) {
+			dpc = digit;
+			dp_pos = i;
+		} else {
+			coord[d] = digit;
+		}
+	}
+	coord[TM_EP] = epc;
+	if (ep == 1)
+		coord[TM_DP] = dpc;
+	else if (ep_pos < dp_pos)	/* ep varies faster than the rest of dp */
+		coord[TM_DP] = epc + ep * dpc;
+	else
+		coord[TM_DP] = dpc + dpo * epc;
+}
+
+static int load_stage(const jin *J, json_t *o, const char *path,
+                      tm_stage *s, bool *uses_layers)
+{
+	static const char *const known[] = { "layers", "fwd_ms", "bwd_ms",
+		"extra_fwd_ms", "extra_bwd_ms", "act_mib", "mem_gib", NULL };
+	double efwd = 0, ebwd = 0;
+	int rc;
+
+	s->layers = -1;
+	s->fwd_ms = s->bwd_ms = NAN;
+	s->act_mib = 0;
+	s->mem_gib = NAN;
+	if (!json_is_object(o))
+		return jin_fail(J, path, NULL, "expected a stage object");
+	jin_unknown(J, o, path, known);
+	if ((rc = jin_int(J, o, path, "layers", 0, 0, 100000, &s->layers)) ||
+	    (rc = jin_num(J, o, path, "fwd_ms", 0, 0, 1e7, &s->fwd_ms)) ||
+	    (rc = jin_num(J, o, path, "bwd_ms", 0, 0, 1e7, &s->bwd_ms)) ||
+	    (rc = jin_num(J, o, path, "extra_fwd_ms", 0, 0, 1e7, &efwd)) ||
+	    (rc = jin_num(J, o, path, "extra_bwd_ms", 0, 0, 1e7, &ebwd)) ||
+	    (rc = jin_num(J, o, path, "act_mib", 0, 0, 1e7, &s->act_mib)) ||
+	    (rc = jin_num(J, o, path, "mem_gib", JF_NULL, 0, 1e6, &s->mem_gib)))
+		return rc;
+	if (isfinite(s->fwd_ms) || isfinite(s->bwd_ms)) {
+		if (!isfinite(s->fwd_ms) || !isfinite(s->bwd_ms))
+			return jin_fail(J, path, isfinite(s->fwd_ms) ? "bwd_ms" :
+			                "fwd_ms", "missing; a measured stage gives both "
+			                "fwd_ms and bwd_ms");
+		if (json_object_get(o, "extra_fwd_ms") ||
+		    json_object_get(o, "extra_bwd_ms"))
+			return jin_fail(J, path, NULL, "gives fwd_ms/bwd_ms and "
+			                "extra_*_ms; extras apply only to layers × "
+			                "layer_*_ms");
+		s->measured = true;
+	} else {
+		if (s->layers < 0)
+			return jin_fail(J, path, NULL, "expected either fwd_ms and "
+			                "bwd_ms, or layers");
+		*uses_layers = true;
+		s->fwd_ms = efwd;
+		s->bwd_ms = ebwd;
+	}
+	return 0;
+}
+
+int tm_job_load(const char *file, tm_job **out, tm_error *err)
+{
+	static const char *const known[] = { "format", "name", "parallel",
+		"nproc_per_node", "schedule", "layer_fwd_ms", "layer_bwd_ms",
+		"stages", NULL };
+	static const char *const known_par[] = { "tp", "cp", "ep", "dp", "pp",
+		"vpp", "order", NULL };
+	static const char *const known_sched[] = { "kind", "microbatches",
+		NULL };
+	tm_job *j = xcalloc(1, sizeof *j);
+	json_t *root = NULL, *par, *sched, *stages;
+	jin J = { file, err };
+	char *order = NULL, *kind = NULL, path[64];
+	double lf = NAN, lb = NAN;
+	bool uses_layers = false;
+	long long world;
+	int rc;
+
+	j->file = xstrdup(file);
+	for (int k = 0; k < TM_NDIM; k++)
+		j->size[k] = 1;
+	j->vpp = 1;
+	if ((rc = jin_load(file, "thermap.job", &root, j->sha256, err)))
+		goto fail;
+	jin_unknown(&J, root, "", known);
+	if ((rc = jin_obj(&J, root, "", "parallel", JF_REQ, &par)))
+		goto fail;
+	jin_unknown(&J, par, "parallel", known_par);
+	for (int k = 0; k < TM_NDIM; k++)
+		if ((rc = jin_int(&J, par, "parallel", dim_names[k], 0, 1, 65536,
+		                  &j->size[k])))
+			goto fail;
+	if ((rc = jin_int(&J, par, "parallel", "vpp", JF_NULL, 1, 1024,
+	                  &j->vpp)) ||
+	    (rc = jin_str(&J, par, "parallel", "order", JF_NULL, &order)))
+		goto fail;
+	if (j->size[TM_DP] % j->size[TM_EP]) {
+		rc = jin_fail(&J, "parallel", "ep", "%d does not divide dp %d "
+		              "(Megatron-Core folds expert parallelism into data "
+		              "parallelism)", j->size[TM_EP], j->size[TM_DP]);
+		goto fail;
+	}
+	if ((rc = parse_order(&J, order ? order : "tp-cp-ep-dp-pp", j)))
+		goto fail;
+	world = (long long)j->size[TM_TP] * j->size[TM_CP] * j->size[TM_DP] *
+	        j->size[TM_PP];
+	if (world > TM_MAX_RANKS) {
+		rc = jin_fail(&J, "", "parallel", "tp·cp·dp·pp = %lld ranks; at most "
+		              "%d are supported", world, TM_MAX_RANKS);
+		goto fail;
+	}
+	j->world = (int)world;
+	if ((rc = jin_int(&J, root, "", "nproc_per_node", JF_REQ, 1, 4096,
+	                  &j->nproc_per_node)))
+		goto fail;
+	if (j->world % j->nproc_per_node) {
+		rc = jin_fail(&J, "", "nproc_per_node", "%d does not divide the "
+		              "world size %d (tp·cp·dp·pp)", j->nproc_per_node,
+		              j->world);
+		goto fail;
+	}
+	if ((rc = jin_obj(&J, root, "", "schedule", JF_REQ, &sched)))
+		goto fail;
+	jin_unknown(&J, sched, "schedule", known_sched);
+	if ((rc = jin_str(&J, sched, "schedule", "kind", JF_REQ, &kind)) ||
+	    (rc = jin_int(&J, sched, "schedule", "microbatches", JF_REQ, 1,
+	                  1000000, &j->microbatches)))
+		goto fail;
+	if (!strcmp(kind, "1f1b"))
+		j->sched = j->vpp > 1 ? TM_SCHED_INTERLEAVED : TM_SCHED_1F1B;
+	else if (!strcmp(kind, "interleaved") ||
+	         !strcmp(kind, "interleaved-1f1b"))
+		j->sched = TM_SCHED_INTERLEAVED;
+	else if (!strcmp(kind, "gpipe"))
+		j->sched = TM_SCHED_GPIPE;
+	else {
+		rc = jin_fail(&J, "schedule", "kind", "\"%.40s\" is not a schedule; "
+		              "expected \"1f1b\", \"interleaved\" or \"gpipe\"", kind);
+		goto fail;
+	}
+	if (j->sched == TM_SCHED_GPIPE && j->vpp > 1) {
+		rc = jin_fail(&J, "schedule", "kind", "gpipe has no virtual "
+		              "stages; expected vpp 1, got %d", j->vpp);
+		goto fail;
+	}
+	if ((rc = jin_num(&J, root, "", "layer_fwd_ms", 0, 0, 1e7, &lf)) ||
+	    (rc = jin_num(&J, root, "", "layer_bwd_ms", 0, 0, 1e7, &lb)) ||
+	    (rc = jin_arr(&J, root, "", "stages", JF_REQ, &stages)))
+		goto fail;
+	j->nstages = j->size[TM_PP] * j->vpp;
+	if ((int)json_array_size(stages) != j->nstages) {
+		rc = jin_fail(&J, "", "stages", "has %zu entries; expected pp·vpp "
+		              "= %d", json_array_size(stages), j->nstages);
+		goto fail;
+	}
+	j->stages = xcalloc((size_t)j->nstages, sizeof *j->stages);
+	for (int s = 0; s < j->nstages; s++) {
+		snprintf(path, sizeof path, "stages[%d]", s);
+		if ((rc = load_stage(&J, json_array_get(stages, (size_t)s), path,
+		                     &j->stages[s], &uses_layers)))
+			goto fail;
+	}
+	if (uses_layers && (!isfinite(lf) || !isfinite(lb))) {
+		rc = jin_fail(&J, "", isfinite(lf) ? "layer_bwd_ms" : "layer_fwd_ms",
+		              "missing; stages given by layers need layer_fwd_ms and "
+		              "layer_bwd_ms");
+		goto fail;
+	}
+	for (int s = 0; s < j->nstages; s++) {
+		tm_stage *st = &j->stages[s];
+		if (!st->measured) {
+			st->fwd_ms += st->layers * lf;
+			st->bwd_ms += st->layers * lb;
+		}
+		if (!(st->fwd_ms + st->bwd_ms > 0)) {
+			snprintf(path, sizeof path, "stages[%d]", s);
+			rc = jin_fail(&J, path, NULL, "does no work (forward + backward "
+			              "is 0 ms); expected a positive time");
+			goto fail;
+		}
+	}
+	free(order);
+	free(kind);
+	json_decref(root);
+	*out = j;
+	return 0;
+fail:
+	free(order);
+	free(kind);
+	json_decref(root);
+	tm_job_free(j);
+	*out = NULL;
+	return rc;
+}

@@ -1,0 +1,236 @@
+/*
+ * main.c — the thermap program: command-line parsing, messages and exit
+ * codes around libthermap. Nothing here decides a placement.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char usage_main[] =
+"usage: thermap COMMAND [OPTIONS]\n"
+"\n"
+"Place pipeline stages of a training job on the GPUs with the most thermal\n"
+"headroom, and write the torchrun environment that realises the placement.\n"
+"\n"
+"commands:\n"
+"  plan     cluster + profile + job (+ policy) -> plan directory\n"
+"  check    confirm that a plan directory does what plan.json says\n"
+"\n"
+"Run 'thermap COMMAND --help' for a command's options.\n"
+"exit codes: 0 ok, 1 internal error, 2 usage, 3 no change worth making,\n"
+"4 invalid input, 5 infeasible, 6 solver limit without a placement.\n";
+
+static const char usage_plan[] =
+"usage: thermap plan --cluster FILE --profile FILE --job FILE [--policy FILE]\n"
+"                    -o DIR [--allow-unprofiled] [--quiet]\n"
+"\n"
+"  --cluster FILE       thermap.cluster/1: hosts, GPUs, links\n"
+"  --profile FILE       thermap.profile/1: per-GPU thermal profile\n"
+"  --job FILE           thermap.job/1: parallel sizes, schedule, stage costs\n"
+"  --policy FILE        thermap.policy/1 (default: the built-in thermal\n"
+"                       policy, policies/thermal.json)\n"
+"  -o, --out DIR        plan directory to write (replaced atomically)\n"
+"  --allow-unprofiled   treat GPUs without a profile entry as the worst\n"
+"                       profiled GPU instead of failing\n"
+"  --quiet              print nothing but errors\n"
+"  --help               this text\n";
+
+static const char usage_check[] =
+"usage: thermap check --cluster FILE --job FILE --plan DIR [--profile FILE]\n"
+"\n"
+"  --cluster FILE       the cluster the plan was made for\n"
+"  --job FILE           the job the plan was made for\n"
+"  --plan DIR           the plan directory to check\n"
+"  --profile FILE       also re-predict iteration time and temperatures\n"
+"  --help               this text\n";
+
+static void on_warn(void *ud, const char *msg)
+{
+	(void)ud;
+	fprintf(stderr, "thermap: warning: %s\n", msg);
+}
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fprintf(stderr, "thermap: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nTry 'thermap %s--help'.\n", cmd);
+	return TM_EUSAGE;
+}
+
+static int report(const tm_error *err)
+{
+	fprintf(stderr, "thermap: error: %s\n", err->msg);
+	return err->code ? err->code : TM_EINTERNAL;
+}
+
+typedef struct opt {
+	const char *name;   /* "--cluster" */
+	const char *alias;  /* "-o" or NULL */
+	bool flag;          /* takes no value */
+	const char **value; /* where a value goes */
+	bool *set;          /* where a flag goes */
+} opt;
+
+/* Parses --name VALUE, --name=VALUE and flags; 0 or TM_EUSAGE. */
+static int parse(int argc, char **argv, opt *opts, const char *cmd,
+                 bool *help)
+{
+	char cmdsp[32];
+	snprintf(cmdsp, sizeof cmdsp, "%s ", cmd);
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		size_t n = eq ? (size_t)(eq - a) : strlen(a);
+		opt *o = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			*help = true;
+			return 0;
+		}
+		for (opt *p = opts; p->name; p++)
+			if ((strlen(p->name) == n && !strncmp(p->name, a, n)) ||
+			    (p->alias && !strcmp(p->alias, a)))
+				o = p;
+		if (!o)
+			return usage_error(cmdsp, a[0] == '-' ? "unknown option '%s'" :
+			                   "unexpected argument '%s'", a);
+		if (o->flag) {
+			if (eq)
+				return usage_error(cmdsp, "option '%s' takes no value", a);
+			*o->set = true;
+		} else if (eq) {
+			*o->value = eq + 1;
+		} else if (i + 1 < argc) {
+			*o->value = argv[++i];
+		} else {
+			return usage_error(cmdsp, "option '%s' needs a value", a);
+		}
+	}
+	return 0;
+}
+
+static int cmd_plan(int argc, char **argv)
+{
+	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL;
+	bool unprof = false, quiet = false, help = false;
+	opt opts[] = {
+		{ "--cluster", NULL, false, &cf, NULL },
+		{ "--profile", NULL, false, &pf, NULL },
+		{ "--job", NULL, false, &jf, NULL },
+		{ "--policy", NULL, false, &polf, NULL },
+		{ "--out", "-o", false, &out, NULL },
+		{ "--allow-unprofiled", NULL, true, NULL, &unprof },
+		{ "--quiet", NULL, true, NULL, &quiet },
+		{ NULL, NULL, false, NULL, NULL },
+	};
+	tm_cluster *c = NULL;
+	tm_profile *p = NULL;
+	tm_job *j = NULL;
+	tm_policy *pol = NULL;
+	tm_problem *pb = NULL;
+	tm_solution sol;
+	tm_error err = { 0, "" };
+	int rc;
+
+	memset(&sol, 0, sizeof sol);
+	if ((rc = parse(argc, argv, opts, "plan", &help)))
+		return rc;
+	if (help) {
+		fputs(usage_plan, stdout);
+		return 0;
+	}
+	if (!cf || !pf || !jf || !out)
+		return usage_error("plan ", "plan needs %s", !cf ? "--cluster" :
+		                   !pf ? "--profile" : !jf ? "--job" : "-o DIR");
+	if ((rc = tm_cluster_load(cf, &c, &err)) ||
+	    (rc = tm_profile_load(pf, &p, &err)) ||
+	    (rc = tm_job_load(jf, &j, &err)) ||
+	    (rc = polf ? tm_policy_load(polf, &pol, &err)
+	               : tm_policy_default(&pol, &err)) ||
+	    (rc = tm_problem_new(c, p, j, pol, unprof, &pb, &err)) ||
+	    (rc = tm_solve(pb, &sol, &err)) ||
+	    (rc = tm_plan_write(pb, &sol, out, &err))) {
+		rc = report(&err);
+		goto out;
+	}
+	if (!quiet) {
+		char *s = tm_plan_summary(pb, &sol);
+		fputs(s, stdout);
+		printf("wrote %s (plan.json, env/, launch.txt)\n", out);
+		free(s);
+	}
+out:
+	tm_solution_clear(&sol);
+	tm_problem_free(pb);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+	return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	const char *cf = NULL, *jf = NULL, *dir = NULL, *pf = NULL;
+	bool help = false;
+	opt opts[] = {
+		{ "--cluster", NULL, false, &cf, NULL },
+		{ "--job", NULL, false, &jf, NULL },
+		{ "--plan", NULL, false, &dir, NULL },
+		{ "--profile", NULL, false, &pf, NULL },
+		{ NULL, NULL, false, NULL, NULL },
+	};
+	tm_cluster *c = NULL;
+	tm_job *j = NULL;
+	tm_profile *p = NULL;
+	tm_error err = { 0, "" };
+	char summary[1024];
+	int rc;
+
+	if ((rc = parse(argc, argv, opts, "check", &help)))
+		return rc;
+	if (help) {
+		fputs(usage_check, stdout);
+		return 0;
+	}
+	if (!cf || !jf || !dir)
+		return usage_error("check ", "check needs %s", !cf ? "--cluster" :
+		                   !jf ? "--job" : "--plan");
+	if ((rc = tm_cluster_load(cf, &c, &err)) ||
+	    (rc = tm_job_load(jf, &j, &err)) ||
+	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
+	    (rc = tm_plan_check(c, j, p, dir, summary, sizeof summary, &err)))
+		rc = report(&err);
+	else
+		printf("%s\n", summary);
+	tm_profile_free(p);
+	tm_job_free(j);
+	tm_cluster_free(c);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	tm_set_warn(on_warn, NULL);
+	if (argc < 2)
+		return usage_error("", "%s", "no command given");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("thermap %s\n", TM_VERSION);
+		return 0;
+	}
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--version")) {
+			printf("thermap %s\n", TM_VERSION);
+			return 0;
+		}
+	if (!strcmp(argv[1], "plan"))
+		return cmd_plan(argc, argv);
+	if (!strcmp(argv[1], "check"))
+		return cmd_check(argc, argv);
+	return usage_error("", "unknown command '%s'", argv[1]);
+}

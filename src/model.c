@@ -1,0 +1,372 @@
+/*
+ * model.c — the prediction model of docs/model.md, applied to one placement:
+ * stage-instance times (slowest GPU sets the pace), activation transfers,
+ * the 1F1B iteration time with fill/drain and the bottleneck stage, data
+ * parallel replicas waiting for the slowest, and each GPU's busy fraction,
+ * power and temperature. Also the constraint check every solver shares.
+ * The ILP in solve_ilp.c encodes exactly these formulas; tests hold the two
+ * to the same numbers.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+/* Forward activation plus backward gradient of one microbatch, in ms. */
+double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h)
+{
+	return 2.0 * act_mib * 1048576.0 / (tm_bw(pb, g, h) * 1e6);
+}
+
+double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage)
+{
+	const int *m = &pb->inst_rank[(rep * pb->npp + stage) * pb->nmember];
+	double d = 0;
+	for (int k = 0; k < pb->nmember; k++)
+		if (pb->derate[flat[m[k]]] > d)
+			d = pb->derate[flat[m[k]]];
+	return pb->work[stage] * d;
+}
+
+double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
+                      const tm_hop *hop)
+{
+	const int *a = &pb->inst_rank[(rep * pb->npp + hop->from) * pb->nmember];
+	const int *b = &pb->inst_rank[(rep * pb->npp + hop->to) * pb->nmember];
+	double c = 0;
+	for (int k = 0; k < pb->nmember; k++) {
+		double x = tm_hop_ms(pb, hop->act_mib, flat[a[k]], flat[b[k]]);
+		if (x > c)
+			c = x;
+	}
+	return c;
+}
+
+/* Returns the iteration time and fills ev (temperatures at the placement's
+ * own iteration time, and at t_ref when t_ref > 0). */
+double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
+                    tm_eval *ev)
+{
+	double v = pb->job->vpp, m = pb->job->microbatches, t = 0;
+
+	memset(ev, 0, sizeof *ev);
+	for (int d = 0; d < pb->nrep; d++) {
+		double sum = 0, mx = 0, comm = 0, td;
+		for (int s = 0; s < pb->npp; s++) {
+			double x = tm_inst_ms(pb, flat, d, s);
+			sum += x;
+			if (x > mx)
+				mx = x;
+		}
+		for (int k = 0; k < pb->nhops; k++)
+			comm += tm_hop_inst_ms(pb, flat, d, &pb->hops[k]);
+		td = sum / v + comm + (m - 1.0 / v) * mx;
+		if (td > t)
+			t = td;
+	}
+	ev->iteration_ms = t;
+	ev->peak_temp_c = ev->peak_ref_c = -INFINITY;
+	for (int r = 0; r < pb->nranks; r++) {
+		double x = tm_rank_temp(pb, r, flat[r], t);
+		if (x > ev->peak_temp_c)
+			ev->peak_temp_c = x;
+		if (t_ref > 0) {
+			x = tm_rank_temp(pb, r, flat[r], t_ref);
+			if (x > ev->peak_ref_c)
+				ev->peak_ref_c = x;
+		}
+		ev->moves += flat[r] != pb->ref_gpu[r];
+	}
+	if (!(t_ref > 0))
+		ev->peak_ref_c = ev->peak_temp_c;
+	return t;
+}
+
+double tm_crit_value(const tm_eval *ev, int crit)
+{
+	switch (crit) {
+	case TM_CRIT_TIME: return ev->iteration_ms;
+	case TM_CRIT_PEAK: return ev->peak_ref_c;
+	default: return ev->moves;
+	}
+}
+
+/* The largest value of a criterion still "as good as" best: within the
+ * policy's relative tolerance, plus a hair for floating-point noise. */
+double tm_crit_bound(const tm_problem *pb, int crit, double best)
+{
+	double tol = pb->pol->tolerance;
+	if (crit == TM_CRIT_MOVES)
+		return floor(best * (1 + tol) + 1e-9);
+	return best + fabs(best) * tol + 1e-9 * (1 + fabs(best));
+}
+
+int tm_eval_better(const tm_problem *pb, const tm_eval *a, const tm_eval *b)
+{
+	for (int k = 0; k < pb->ncrit; k++) {
+		int c = pb->crit[k];
+		double x = tm_crit_value(a, c), y = tm_crit_value(b, c);
+		if (x > tm_crit_bound(pb, c, y))
+			return 0;
+		if (y > tm_crit_bound(pb, c, x))
+			return 1;
+	}
+	for (int k = 0; k < pb->ncrit; k++) {
+		int c = pb->crit[k];
+		double x = tm_crit_value(a, c), y = tm_crit_value(b, c);
+		if (x != y)
+			return x < y;
+	}
+	return 0;
+}
+
+static bool nvlink_pairs(const tm_problem *pb, const int *flat,
+                         const int *a, const int *b, int n, bool same,
+                         char *why, size_t len, const char *what)
+{
+	for (int i = 0; i < n; i++)
+		for (int k = same ? i + 1 : i; k < (same ? n : i + 1); k++) {
+			int g = flat[a[i]], h = flat[b[k]];
+			if (!tm_nvlink(pb, g, h)) {
+				const tm_node *ng = &pb->c->nodes[pb->gpu_host[g]];
+				const tm_node *nh = &pb->c->nodes[pb->gpu_host[h]];
+				snprintf(why, len, "%s: ranks %d and %d sit on %s GPU %d and "
+				         "%s GPU %d, which are not joined by NVLink", what,
+				         a[i], b[k], ng->host, ng->gpus[pb->gpu_pos[g]].index,
+				         nh->host, nh->gpus[pb->gpu_pos[h]].index);
+				return false;
+			}
+		}
+	return true;
+}
+
+/* Checks the policy's constraints and torchrun's form on a placement; the
+ * temperature cap is judged at t_ref, and skipped when t_ref is 0. */
+bool tm_constraints_ok(const tm_problem *pb, const int *flat, double t_ref,
+                       char *why, size_t len)
+{
+	const tm_policy *pol = pb->pol;
+	int tp = pb->job->size[TM_TP];
+	char buf[64];
+	unsigned char *used = xcalloc((size_t)pb->ngpu, 1);
+	int *host_node = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	bool ok = true;
+
+	for (int h = 0; h < pb->nhost; h++)
+		host_node[h] = -1;
+	for (int r = 0; r < pb->nranks && ok; r++) {
+		int g = flat[r], n = r / pb->nproc, h;
+		if (g < 0 || g >= pb->ngpu) {
+			snprintf(why, len, "rank %d has no GPU", r);
+			ok = false;
+		} else if (used[g]++) {
+			snprintf(why, len, "rank %d shares its GPU with another rank", r);
+			ok = false;
+		} else if (host_node[h = pb->gpu_host[g]] >= 0 &&
+		           host_node[h] != n) {
+			snprintf(why, len, "node ranks %d and %d share host %s",
+			         host_node[h], n, pb->c->nodes[h].host);
+			ok = false;
+		} else {
+			host_node[h] = n;
+		}
+	}
+	free(used);
+	free(host_node);
+	if (!ok)
+		return false;
+	for (int r = 0; r < pb->nranks; r++) {
+		int g = flat[r], first = flat[r - r % pb->nproc];
+		if (pb->gpu_host[g] != pb->gpu_host[first]) {
+			snprintf(why, len, "rank %d is not on the host of its node rank",
+			         r);
+			return false;
+		}
+		if (!tm_fits(pb, r, g)) {
+			snprintf(why, len, "rank %d needs %.1f GiB; its GPU has %.1f",
+			         r, pb->mem_need[pb->rank_stage[r]], pb->mem_gib[g]);
+			return false;
+		}
+		if (isfinite(pol->max_temp_c) && t_ref > 0 &&
+		    tm_rank_temp(pb, r, g, t_ref) > pol->max_temp_c + 1e-9) {
+			snprintf(why, len, "rank %d's GPU reaches %.1f °C, above "
+			         "max_temp_c %.1f", r, tm_rank_temp(pb, r, g, t_ref),
+			         pol->max_temp_c);
+			return false;
+		}
+	}
+	for (int i = 0; pol->tp_nvlink && tp > 1 &&
+	     i < pb->nrep * pb->npp * pb->nmember; i += tp) {
+		snprintf(buf, sizeof buf, "tensor-parallel group of rank %d",
+		         pb->inst_rank[i]);
+		if (!nvlink_pairs(pb, flat, &pb->inst_rank[i], &pb->inst_rank[i], tp,
+		                  true, why, len, buf))
+			return false;
+	}
+	for (int d = 0; pol->pp_nvlink && d < pb->nrep; d++)
+		for (int k = 0; k < pb->nhops; k++) {
+			const tm_hop *hp = &pb->hops[k];
+			snprintf(buf, sizeof buf, "pipeline hop %d→%d of replica %d",
+			         hp->from, hp->to, d);
+			if (!nvlink_pairs(pb, flat,
+			     &pb->inst_rank[(d * pb->npp + hp->from) * pb->nmember],
+			     &pb->inst_rank[(d * pb->npp + hp->to) * pb->nmember],
+			     pb->nmember, false, why, len, buf))
+				return false;
+		}
+	if (pol->max_moves >= 0) {
+		int moves = 0;
+		for (int r = 0; r < pb->nranks; r++)
+			moves += flat[r] != pb->ref_gpu[r];
+		if (moves > pol->max_moves) {
+			snprintf(why, len, "%d ranks move; max_moves is %d", moves,
+			         pol->max_moves);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- explaining infeasibility ------------------------------------------ */
+
+/* Most disjoint sets of k GPUs of one host, all pairs joined by NVLink. */
+static int cliques(const tm_problem *pb, int first, int n, int k,
+                   unsigned char *taken, int from)
+{
+	int best = 0, v = from, cand[64], nc = 0, pick[64];
+
+	while (v < n && taken[v])
+		v++;
+	if (v >= n)
+		return 0;
+	/* v left out of every set */
+	taken[v] = 1;
+	best = cliques(pb, first, n, k, taken, v + 1);
+	taken[v] = 0;
+	for (int u = v + 1; u < n && nc < 64; u++)
+		if (!taken[u] && tm_nvlink(pb, first + v, first + u))
+			cand[nc++] = u;
+	if (nc < k - 1)
+		return best;
+	/* choose k-1 of the candidates, all joined to each other */
+	pick[0] = -1;
+	for (int depth = 0; depth >= 0;) {
+		int ok = 1;
+		pick[depth]++;
+		if (pick[depth] >= nc) {
+			depth--;
+			continue;
+		}
+		for (int i = 0; i < depth && ok; i++)
+			ok = tm_nvlink(pb, first + cand[pick[i]],
+			               first + cand[pick[depth]]);
+		if (!ok)
+			continue;
+		if (depth + 1 == k - 1) {
+			int got;
+			taken[v] = 1;
+			for (int i = 0; i <= depth; i++)
+				taken[cand[pick[i]]] = 1;
+			got = 1 + cliques(pb, first, n, k, taken, v + 1);
+			taken[v] = 0;
+			for (int i = 0; i <= depth; i++)
+				taken[cand[pick[i]]] = 0;
+			if (got > best)
+				best = got;
+		} else {
+			depth++;
+			pick[depth] = pick[depth - 1];
+		}
+	}
+	return best;
+}
+
+static void missing_links(const tm_problem *pb, int h, strbuf *b)
+{
+	const tm_node *n = &pb->c->nodes[h];
+	int shown = 0, total = 0;
+	char name[16];
+	for (int i = 0; i < n->ngpus; i++)
+		for (int k = i + 1; k < n->ngpus; k++) {
+			int l = n->link[i * n->ngpus + k];
+			if (l == TM_LINK_NV)
+				continue;
+			if (total++ < 6)
+				sb_addf(b, "%sGPU%d-GPU%d %s", shown++ ? ", " : "",
+				        n->gpus[i].index, n->gpus[k].index,
+				        tm_link_name(l, 0, name));
+		}
+	if (total > shown)
+		sb_addf(b, " and %d more", total - shown);
+}
+
+int tm_explain_infeasible(const tm_problem *pb, tm_error *err)
+{
+	int tp = pb->job->size[TM_TP];
+	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	char why[512];
+	strbuf b;
+	int rc;
+
+	if (pb->pol->tp_nvlink && tp > 1) {
+		int groups_per_node = pb->nproc / tp, fit = 0, besth = -1, bestk = -1;
+		for (int i = 0; i < pb->nranks; i += tp) {
+			const int *g = &pb->inst_rank[i];
+			for (int k = 1; k < tp; k++)
+				if (g[k] / pb->nproc != g[0] / pb->nproc) {
+					free(flat);
+					return tm_fail(err, TM_EINFEASIBLE, "infeasible: "
+					               "tp_nvlink: tensor-parallel group of "
+					               "ranks %d and %d spans node ranks %d "
+					               "and %d; NVLink joins GPUs of one host "
+					               "only", g[0], g[k], g[0] / pb->nproc,
+					               g[k] / pb->nproc);
+				}
+		}
+		for (int u = 0; u < pb->nusable; u++) {
+			int h = pb->usable[u], n = pb->c->nodes[h].ngpus, k;
+			unsigned char *taken = xcalloc((size_t)n, 1);
+			k = n <= 16 ? cliques(pb, pb->host_first[h], n, tp, taken, 0)
+			            : groups_per_node;
+			free(taken);
+			fit += k >= groups_per_node;
+			if (k > bestk) {
+				bestk = k;
+				besth = h;
+			}
+		}
+		if (fit < pb->nnodes) {
+			/* the first group that cannot be placed */
+			int grp = bestk < groups_per_node ? bestk : 0;
+			const int *g = &pb->inst_rank[0];
+			for (int i = 0, seen = 0; i < pb->nranks; i += tp)
+				if (pb->inst_rank[i] / pb->nproc == 0 && seen++ == grp)
+					g = &pb->inst_rank[i];
+			sb_init(&b);
+			for (int k = 0; k < tp; k++)
+				sb_addf(&b, "%s%d", k ? "," : "", g[k]);
+			sb_addf(&b, ") needs %d GPUs joined by NVLink; host %s has %s",
+			        tp, pb->c->nodes[besth].host,
+			        bestk ? "too few disjoint such sets" : "no such set");
+			if (bestk > 0)
+				sb_addf(&b, " (%d, a node needs %d)", bestk,
+				        groups_per_node);
+			sb_add(&b, "; missing links: ");
+			missing_links(pb, besth, &b);
+			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: tp_nvlink: "
+			             "tensor-parallel group (ranks %s", b.s);
+			sb_free(&b);
+			free(flat);
+			return rc;
+		}
+	}
+	tm_identity(pb, flat);
+	if (!tm_constraints_ok(pb, flat, 0, why, sizeof why))
+		rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: no placement "
+		             "satisfies the policy's constraints; the default "
+		             "placement fails because %s", why);
+	else
+		rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: no placement "
+		             "satisfies the policy's constraints");
+	free(flat);
+	return rc;
+}

@@ -1,0 +1,557 @@
+/*
+ * plan.c — turns a solution into the plan directory of the contract:
+ * plan.json (placement, predictions, the solver's status and a "why" per
+ * stage), env/<host>.env for torchrun and launch.txt. The directory is
+ * built under a temporary name beside the target and renamed into place,
+ * so a launcher never sees half a plan. Identical inputs give identical
+ * bytes: nothing here depends on the clock or the machine.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MASTER_PORT 29500  /* torchrun's default */
+
+static const char *const crit_name[] = { "time", "peak_temp", "moves" };
+static const char *const method_name[] = { "identity", "greedy", "ilp",
+                                           "brute" };
+
+static const tm_gpu *gpu_of(const tm_problem *pb, int g)
+{
+	return &pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]];
+}
+
+/* Whether a node's GPUs can all be named by UUID. */
+static bool node_has_uuids(const tm_problem *pb, const int *flat, int n)
+{
+	for (int i = 0; i < pb->nproc; i++)
+		if (!gpu_of(pb, flat[n * pb->nproc + i])->uuid)
+			return false;
+	return true;
+}
+
+static void visible_devices(const tm_problem *pb, const int *flat, int n,
+                            strbuf *b)
+{
+	bool uuids = node_has_uuids(pb, flat, n);
+	for (int i = 0; i < pb->nproc; i++) {
+		const tm_gpu *g = gpu_of(pb, flat[n * pb->nproc + i]);
+		if (i)
+			sb_add(b, ",");
+		if (uuids)
+			sb_add(b, g->uuid);
+		else
+			sb_addf(b, "%d", g->index);
+	}
+}
+
+static void plan_id(const tm_problem *pb, const int *flat, char id[17])
+{
+	tm_sha256 c;
+	unsigned char d[32];
+	tm_sha256_init(&c);
+	tm_sha256_update(&c, pb->c->sha256, strlen(pb->c->sha256));
+	tm_sha256_update(&c, pb->job->sha256, strlen(pb->job->sha256));
+	tm_sha256_update(&c, pb->pol->sha256, strlen(pb->pol->sha256));
+	for (int r = 0; r < pb->nranks; r++) {
+		char buf[32];
+		snprintf(buf, sizeof buf, "%d:%d;", r, flat[r]);
+		tm_sha256_update(&c, buf, strlen(buf));
+	}
+	tm_sha256_final(&c, d);
+	for (int i = 0; i < 8; i++)
+		snprintf(id + 2 * i, 3, "%02x", d[i]);
+}
+
+/* ---- the "why" of a stage ----------------------------------------------- */
+
+static int cmp_dbl_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void why_stage(const tm_problem *pb, const int *flat, const int *base,
+                      double t, int s, strbuf *b)
+{
+	int npp = pb->npp, heavier = 0, lighter = 0, cnt = 0, used = 0;
+	double hsum_sel[64], *hall, min_sel = INFINITY, max_sel = -INFINITY;
+	double temp = -INFINITY, btemp = -INFINITY, busy = 0;
+	bool known = true;
+
+	for (int q = 0; q < npp; q++) {
+		heavier += pb->work[q] > pb->work[s] * (1 + 1e-9);
+		lighter += pb->work[q] < pb->work[s] * (1 - 1e-9);
+	}
+	if (npp == 1)
+		sb_add(b, "the only stage");
+	else if (!heavier && !lighter)
+		sb_add(b, "all stages do equal work");
+	else if (!heavier)
+		sb_add(b, "heaviest stage");
+	else if (!lighter)
+		sb_add(b, "lightest stage");
+	else
+		sb_addf(b, "stage %d of %d by work", heavier + 1, npp);
+	for (int r = 0; r < pb->nranks; r++) {
+		if (pb->rank_stage[r] != s)
+			continue;
+		busy = fmax(busy, tm_rank_busy(pb, r, flat[r], t));
+		temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
+		btemp = fmax(btemp, tm_rank_temp(pb, r, base[r], t));
+		if (cnt < 64)
+			hsum_sel[cnt] = pb->headroom[flat[r]];
+		cnt++;
+		known = known && isfinite(pb->headroom[flat[r]]);
+		min_sel = fmin(min_sel, pb->headroom[flat[r]]);
+		max_sel = fmax(max_sel, pb->headroom[flat[r]]);
+	}
+	sb_addf(b, " (%.1f ms per microbatch, busy %.0f %%) on GPU ",
+	        pb->work[s], busy * 100);
+	for (int r = 0, k = 0; r < pb->nranks && k < 8; r++)
+		if (pb->rank_stage[r] == s)
+			sb_addf(b, "%s%d", k++ ? "," : "", gpu_of(pb, flat[r])->index);
+	if (cnt > 8)
+		sb_add(b, ",…");
+	if (known && cnt <= 64) {
+		/* rank the chosen GPUs' headroom among all GPUs in use */
+		hall = xmalloc(sizeof(double) * (size_t)pb->nranks);
+		for (int r = 0; r < pb->nranks; r++)
+			hall[used++] = pb->headroom[flat[r]];
+		qsort(hall, (size_t)used, sizeof(double), cmp_dbl_desc);
+		if (used > cnt && min_sel >= hall[cnt - 1])
+			sb_add(b, ", the most headroom (");
+		else if (used > cnt && max_sel <= hall[used - cnt])
+			sb_add(b, ", the least headroom (");
+		else
+			sb_add(b, ", headroom (");
+		for (int k = 0; k < cnt && k < 8; k++)
+			sb_addf(b, "%s%.1f", k ? ", " : "", hsum_sel[k]);
+		sb_add(b, " °C)");
+		free(hall);
+	}
+	sb_addf(b, "; predicted %.1f °C", temp);
+	if (fabs(btemp - temp) >= 0.05)
+		sb_addf(b, " (identity placement: %.1f °C)", btemp);
+}
+
+/* ---- plan.json ----------------------------------------------------------- */
+
+static void write_json(const tm_problem *pb, const tm_solution *sol,
+                       const int *flat, const int *base, const char *id,
+                       strbuf *out)
+{
+	const tm_job *j = pb->job;
+	const tm_policy *pol = pb->pol;
+	double t = sol->ev.iteration_ms;
+	jw w;
+	strbuf tmp;
+
+	jw_init(&w, out);
+	jw_obj(&w, NULL, false);
+	jw_str(&w, "format", "thermap.plan/1");
+	jw_str(&w, "id", id);
+	jw_str(&w, "policy", pol->name);
+	jw_str(&w, "method", method_name[pol->method]);
+	jw_obj(&w, "inputs", false);
+	jw_str(&w, "cluster", pb->c->sha256);
+	jw_str(&w, "profile", pb->profile_sha256);
+	jw_str(&w, "job", j->sha256);
+	jw_str(&w, "policy", pol->sha256);
+	jw_end_obj(&w);
+	jw_obj(&w, "solver", false);
+	jw_str(&w, "status", sol->status);
+	jw_num(&w, "objective", sol->objective, 4);
+	jw_num(&w, "bound", sol->bound, 4);
+	jw_num(&w, "gap", sol->gap, 6);
+	jw_null(&w, "time_ms");
+	jw_arr(&w, "criteria", true);
+	for (int k = 0; k < pb->ncrit; k++)
+		jw_str(&w, NULL, crit_name[pb->crit[k]]);
+	jw_end_arr(&w);
+	jw_num(&w, "tolerance", pol->tolerance, 6);
+	jw_num(&w, "reference_iteration_ms", sol->t_ref_ms, 4);
+	jw_end_obj(&w);
+	jw_obj(&w, "predicted", false);
+	jw_num(&w, "iteration_ms", t, 4);
+	jw_num(&w, "peak_temp_c", sol->ev.peak_temp_c, 2);
+	jw_int(&w, "moved_ranks", sol->ev.moves);
+	jw_num(&w, "gain_pct", (sol->baseline.iteration_ms - t) /
+	       sol->baseline.iteration_ms * 100, 3);
+	jw_num(&w, "peak_temp_drop_c", sol->baseline.peak_temp_c -
+	       sol->ev.peak_temp_c, 2);
+	jw_obj(&w, "baseline", true);
+	jw_str(&w, "policy", "identity");
+	jw_num(&w, "iteration_ms", sol->baseline.iteration_ms, 4);
+	jw_num(&w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
+	jw_end_obj(&w);
+	jw_end_obj(&w);
+	jw_obj(&w, "constraints", true);
+	jw_bool(&w, "tp_nvlink", pol->tp_nvlink);
+	jw_bool(&w, "pp_nvlink", pol->pp_nvlink);
+	jw_num(&w, "max_temp_c", pol->max_temp_c, 2);
+	if (pol->max_moves >= 0)
+		jw_int(&w, "max_moves", pol->max_moves);
+	else
+		jw_null(&w, "max_moves");
+	jw_end_obj(&w);
+	jw_obj(&w, "job", true);
+	jw_int(&w, "world", pb->nranks);
+	jw_int(&w, "nnodes", pb->nnodes);
+	jw_int(&w, "nproc_per_node", pb->nproc);
+	jw_int(&w, "tp", j->size[TM_TP]);
+	jw_int(&w, "cp", j->size[TM_CP]);
+	jw_int(&w, "ep", j->size[TM_EP]);
+	jw_int(&w, "dp", j->size[TM_DP]);
+	jw_int(&w, "pp", j->size[TM_PP]);
+	jw_int(&w, "vpp", j->vpp);
+	jw_int(&w, "microbatches", j->microbatches);
+	jw_end_obj(&w);
+
+	jw_arr(&w, "nodes", false);
+	sb_init(&tmp);
+	for (int n = 0; n < pb->nnodes; n++) {
+		int h = pb->gpu_host[flat[n * pb->nproc]];
+		tmp.len = 0;
+		tmp.s[0] = '\0';
+		visible_devices(pb, flat, n, &tmp);
+		jw_obj(&w, NULL, true);
+		jw_str(&w, "host", pb->c->nodes[h].host);
+		jw_int(&w, "node_rank", n);
+		jw_str(&w, "cuda_visible_devices", tmp.s);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+
+	jw_arr(&w, "ranks", false);
+	for (int r = 0; r < pb->nranks; r++) {
+		int g = flat[r];
+		const tm_gpu *gpu = gpu_of(pb, g);
+		jw_obj(&w, NULL, true);
+		jw_int(&w, "rank", r);
+		jw_str(&w, "host", pb->c->nodes[pb->gpu_host[g]].host);
+		jw_int(&w, "node_rank", r / pb->nproc);
+		jw_int(&w, "local_rank", r % pb->nproc);
+		jw_int(&w, "gpu_index", gpu->index);
+		jw_str(&w, "uuid", gpu->uuid);
+		jw_int(&w, "tp", pb->coord[r][TM_TP]);
+		jw_int(&w, "cp", pb->coord[r][TM_CP]);
+		jw_int(&w, "ep", pb->coord[r][TM_EP]);
+		jw_int(&w, "dp", pb->coord[r][TM_DP]);
+		jw_int(&w, "pp", pb->coord[r][TM_PP]);
+		jw_num(&w, "busy", tm_rank_busy(pb, r, g, t), 3);
+		jw_num(&w, "power_w", tm_rank_power(pb, r, g, t), 1);
+		jw_num(&w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+
+	jw_arr(&w, "stages", false);
+	for (int s = 0; s < pb->npp; s++) {
+		int layers = 0;
+		double time = 0, temp = -INFINITY;
+		for (int c = s; c < j->nstages; c += pb->npp)
+			layers = layers < 0 || j->stages[c].layers < 0 ? -1 :
+			         layers + j->stages[c].layers;
+		for (int d = 0; d < pb->nrep; d++)
+			time = fmax(time, tm_inst_ms(pb, flat, d, s));
+		jw_obj(&w, NULL, false);
+		jw_int(&w, "stage", s);
+		if (layers >= 0)
+			jw_int(&w, "layers", layers);
+		else
+			jw_null(&w, "layers");
+		jw_num(&w, "time_ms", time, 4);
+		jw_arr(&w, "uuids", true);
+		for (int r = 0; r < pb->nranks; r++)
+			if (pb->rank_stage[r] == s)
+				jw_str(&w, NULL, gpu_of(pb, flat[r])->uuid);
+		jw_end_arr(&w);
+		jw_arr(&w, "gpus", true);
+		for (int r = 0; r < pb->nranks; r++)
+			if (pb->rank_stage[r] == s) {
+				char buf[300];
+				snprintf(buf, sizeof buf, "%s:%d",
+				         pb->c->nodes[pb->gpu_host[flat[r]]].host,
+				         gpu_of(pb, flat[r])->index);
+				jw_str(&w, NULL, buf);
+				temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
+			}
+		jw_end_arr(&w);
+		jw_num(&w, "predicted_temp_c", temp, 2);
+		tmp.len = 0;
+		tmp.s[0] = '\0';
+		why_stage(pb, flat, base, t, s, &tmp);
+		jw_str(&w, "why", tmp.s);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_arr(&w, "notes", false);
+	for (int i = 0; i < pb->nnotes; i++)
+		jw_str(&w, NULL, pb->notes[i]);
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	sb_free(&tmp);
+}
+
+static void write_env(const tm_problem *pb, const int *flat, int n,
+                      const char *id, strbuf *b)
+{
+	int h = pb->gpu_host[flat[n * pb->nproc]];
+	int h0 = pb->gpu_host[flat[0]];
+	sb_addf(b, "# thermap plan %s: node rank %d of %d on host %s "
+	        "(policy %s)\n", id, n, pb->nnodes, pb->c->nodes[h].host,
+	        pb->pol->name);
+	sb_add(b, "# local rank i runs on the i-th entry of "
+	       "CUDA_VISIBLE_DEVICES\n");
+	sb_add(b, "CUDA_VISIBLE_DEVICES=");
+	visible_devices(pb, flat, n, b);
+	sb_add(b, "\nCUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+	sb_addf(b, "NODE_RANK=%d\nNNODES=%d\nNPROC_PER_NODE=%d\n", n,
+	        pb->nnodes, pb->nproc);
+	sb_addf(b, "MASTER_ADDR=%s\nMASTER_PORT=%d\nTHERMAP_PLAN=%s\n",
+	        pb->c->nodes[h0].host, MASTER_PORT, id);
+}
+
+static void write_launch(const tm_problem *pb, const int *flat,
+                         const char *id, strbuf *b)
+{
+	const tm_job *j = pb->job;
+	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
+	sb_addf(b, "# thermap plan %s (policy %s): %d node(s) × %d processes\n",
+	        id, pb->pol->name, pb->nnodes, pb->nproc);
+	sb_add(b, "# Launch with torchrun's static rendezvous so that node ranks "
+	       "are the plan's\n# (c10d would order nodes by host name). Run "
+	       "from the plan directory, one line per host.\n");
+	sb_addf(b, "# The training script must use tp=%d cp=%d ep=%d dp=%d "
+	        "pp=%d vpp=%d with rank order ", j->size[TM_TP], j->size[TM_CP],
+	        j->size[TM_EP], j->size[TM_DP], j->size[TM_PP], j->vpp);
+	for (int i = 0; i < j->norder; i++)
+		sb_addf(b, "%s%s", i ? "-" : "", dn[j->order[i]]);
+	sb_add(b, ".\n");
+	for (int n = 0; n < pb->nnodes; n++) {
+		const char *host = pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]]
+		                   .host;
+		sb_addf(b, "# on %s (node rank %d):\n", host, n);
+		sb_addf(b, "set -a; . env/%s.env; set +a; torchrun "
+		        "--nnodes=\"$NNODES\" --nproc-per-node=\"$NPROC_PER_NODE\" "
+		        "--node-rank=\"$NODE_RANK\" --rdzv-backend=static "
+		        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" "
+		        "TRAINING_SCRIPT.py [ARGS...]\n", host);
+	}
+}
+
+/* ---- atomic directory ---------------------------------------------------- */
+
+static int write_file(const char *path, const strbuf *b, tm_error *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	size_t off = 0;
+	if (fd < 0)
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s", path,
+		               strerror(errno));
+	while (off < b->len) {
+		ssize_t n = write(fd, b->s + off, b->len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			close(fd);
+			return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", path,
+			               strerror(e));
+		}
+		off += (size_t)n;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0)
+		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", path,
+		               strerror(errno));
+	return 0;
+}
+
+/* Removes a plan directory: files, and the files of its subdirectories. */
+static void remove_tree(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char path[4096];
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < 2)
+			remove_tree(path, depth + 1);
+		else
+			unlink(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* An existing target may be replaced only if it is a plan or empty. */
+static int replaceable(const char *dir, tm_error *err)
+{
+	struct stat st;
+	char path[4096];
+	DIR *d;
+	struct dirent *e;
+	bool empty = true;
+
+	if (lstat(dir, &st) != 0)
+		return errno == ENOENT ? 0 : tm_fail(err, TM_EUSAGE, "%s: %s", dir,
+		                                     strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return tm_fail(err, TM_EUSAGE, "%s: exists and is not a directory",
+		               dir);
+	snprintf(path, sizeof path, "%s/plan.json", dir);
+	if (access(path, F_OK) == 0)
+		return 0;
+	if (!(d = opendir(dir)))
+		return tm_fail(err, TM_EUSAGE, "%s: %s", dir, strerror(errno));
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = false;
+	closedir(d);
+	if (!empty)
+		return tm_fail(err, TM_EUSAGE, "%s: exists and is not a thermap "
+		               "plan directory; refusing to replace it", dir);
+	return 0;
+}
+
+static int publish(const char *tmp, const char *dir, tm_error *err)
+{
+	struct stat st;
+	char old[4200];
+
+	if (lstat(dir, &st) != 0) {
+		if (rename(tmp, dir) != 0)
+			return tm_fail(err, TM_EINTERNAL, "%s: cannot rename into "
+			               "place: %s", dir, strerror(errno));
+		return 0;
+	}
+#ifdef RENAME_EXCHANGE
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
+		remove_tree(tmp, 0);  /* tmp now holds the old plan */
+		return 0;
+	}
+#endif
+	snprintf(old, sizeof old, "%s.old-%ld", dir, (long)getpid());
+	if (rename(dir, old) != 0 || rename(tmp, dir) != 0)
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot replace: %s", dir,
+		               strerror(errno));
+	remove_tree(old, 0);
+	return 0;
+}
+
+int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
+                  const char *dir, tm_error *err)
+{
+	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	char id[17], tmp[4096], path[4400];
+	strbuf b;
+	size_t dl = strlen(dir);
+	int rc = 0;
+
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	if (dl == 0 || dl > 3000) {
+		free(flat);
+		free(base);
+		return tm_fail(err, TM_EUSAGE, "plan directory name is empty or "
+		               "too long");
+	}
+	tm_placement_to_flat(pb, sol->pl, flat);
+	tm_identity(pb, base);
+	plan_id(pb, flat, id);
+	if ((rc = replaceable(dir, err)))
+		goto out;
+	snprintf(tmp, sizeof tmp, "%.*s.tmp-XXXXXX", (int)dl, dir);
+	if (!mkdtemp(tmp)) {
+		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot create a temporary "
+		             "directory beside it: %s", dir, strerror(errno));
+		goto out;
+	}
+	chmod(tmp, 0755);
+	sb_init(&b);
+	write_json(pb, sol, flat, base, id, &b);
+	snprintf(path, sizeof path, "%s/plan.json", tmp);
+	rc = write_file(path, &b, err);
+	snprintf(path, sizeof path, "%s/env", tmp);
+	if (!rc && mkdir(path, 0755) != 0)
+		rc = tm_fail(err, TM_EINTERNAL, "%s: %s", path, strerror(errno));
+	for (int n = 0; !rc && n < pb->nnodes; n++) {
+		b.len = 0;
+		b.s[0] = '\0';
+		write_env(pb, flat, n, id, &b);
+		snprintf(path, sizeof path, "%s/env/%s.env", tmp,
+		         pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]].host);
+		rc = write_file(path, &b, err);
+	}
+	if (!rc) {
+		b.len = 0;
+		b.s[0] = '\0';
+		write_launch(pb, flat, id, &b);
+		snprintf(path, sizeof path, "%s/launch.txt", tmp);
+		rc = write_file(path, &b, err);
+	}
+	sb_free(&b);
+	if (!rc) {
+		char final[4096];
+		snprintf(final, sizeof final, "%.*s", (int)dl, dir);
+		rc = publish(tmp, final, err);
+	}
+	if (rc)
+		remove_tree(tmp, 0);
+out:
+	free(flat);
+	free(base);
+	return rc;
+}
+
+/* ---- the text a user reads ---------------------------------------------- */
+
+char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
+{
+	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	const tm_eval *e = &sol->ev, *b0 = &sol->baseline;
+	strbuf b;
+
+	tm_placement_to_flat(pb, sol->pl, flat);
+	tm_identity(pb, base);
+	sb_init(&b);
+	sb_addf(&b, "policy %s (%s): %s", pb->pol->name,
+	        method_name[pb->pol->method], sol->status);
+	if (strcmp(sol->status, "heuristic"))
+		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.2f %%",
+		        sol->objective, sol->bound, sol->gap * 100);
+	sb_addf(&b, ", %.0f ms\n", sol->time_ms);
+	sb_addf(&b, "iteration %.2f ms (identity %.2f ms, %+.2f %%); peak "
+	        "%.1f °C (identity %.1f °C, %+.1f °C); %d of %d ranks moved\n",
+	        e->iteration_ms, b0->iteration_ms,
+	        (b0->iteration_ms - e->iteration_ms) / b0->iteration_ms * 100,
+	        e->peak_temp_c, b0->peak_temp_c, e->peak_temp_c - b0->peak_temp_c,
+	        e->moves, pb->nranks);
+	for (int s = 0; s < pb->npp; s++) {
+		sb_addf(&b, "stage %d: ", s);
+		why_stage(pb, flat, base, e->iteration_ms, s, &b);
+		sb_add(&b, "\n");
+	}
+	for (int i = 0; i < pb->nnotes; i++)
+		sb_addf(&b, "note: %s\n", pb->notes[i]);
+	free(flat);
+	free(base);
+	return b.s;
+}

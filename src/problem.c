@@ -1,0 +1,480 @@
+/*
+ * problem.c — builds the placement problem from the four inputs: flattens
+ * the cluster's GPUs, joins each to its profile entry (host + uuid, else PCI
+ * bus id, else index), turns profiles into the per-GPU speed and thermal
+ * coefficients of docs/model.md, and lays out the job's ranks the way
+ * torchrun and Megatron-Core do. It does not solve anything.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define DEFAULT_NET_GBPS 25.0  /* a 200 Gb/s NIC, when nothing is known */
+
+void tm_problem_note(tm_problem *pb, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	pb->notes = xrealloc(pb->notes, sizeof(char *) * (size_t)(pb->nnotes + 1));
+	pb->notes[pb->nnotes++] = xstrdup(buf);
+}
+
+void tm_problem_free(tm_problem *pb)
+{
+	if (!pb)
+		return;
+	free(pb->gpu_host);
+	free(pb->gpu_pos);
+	free(pb->host_first);
+	free(pb->derate);
+	free(pb->t_idle);
+	free(pb->t_slope);
+	free(pb->p_idle);
+	free(pb->p_slope);
+	free(pb->headroom);
+	free(pb->mem_gib);
+	free(pb->prof);
+	free(pb->net_bw);
+	free(pb->coord);
+	free(pb->rank_stage);
+	free(pb->rank_rep);
+	free(pb->rank_member);
+	free(pb->inst_rank);
+	free(pb->work);
+	free(pb->fwd);
+	free(pb->bwd);
+	free(pb->hops);
+	free(pb->mem_need);
+	free(pb->usable);
+	free(pb->ref_gpu);
+	for (int i = 0; i < pb->nnotes; i++)
+		free(pb->notes[i]);
+	free(pb->notes);
+	free(pb);
+}
+
+double tm_bw(const tm_problem *pb, int g, int h)
+{
+	int a = pb->gpu_host[g], b = pb->gpu_host[h];
+	if (a == b) {
+		const tm_node *n = &pb->c->nodes[a];
+		return n->bw[pb->gpu_pos[g] * n->ngpus + pb->gpu_pos[h]];
+	}
+	return pb->net_bw[a * pb->nhost + b];
+}
+
+bool tm_nvlink(const tm_problem *pb, int g, int h)
+{
+	int a = pb->gpu_host[g];
+	const tm_node *n = &pb->c->nodes[a];
+	if (a != pb->gpu_host[h] || g == h)
+		return false;
+	return n->link[pb->gpu_pos[g] * n->ngpus + pb->gpu_pos[h]] ==
+	       TM_LINK_NV;
+}
+
+bool tm_fits(const tm_problem *pb, int rank, int g)
+{
+	double need = pb->mem_need[pb->rank_stage[rank]];
+	return !(isfinite(need) && isfinite(pb->mem_gib[g]) &&
+	         need > pb->mem_gib[g]);
+}
+
+/* The fraction of the iteration the GPU spends computing for its rank. */
+double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
+{
+	double busy = pb->job->microbatches * pb->work[pb->rank_stage[rank]] *
+	              pb->derate[g] / t_iter;
+	return busy > 1 ? 1 : busy;
+}
+
+double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter)
+{
+	return pb->t_idle[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->t_slope[g];
+}
+
+double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
+{
+	return pb->p_idle[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->p_slope[g];
+}
+
+/* torchrun's default: node rank n on the n-th usable host, local rank i on
+ * the GPU with the i-th smallest index (CUDA's PCI bus order). */
+void tm_identity(const tm_problem *pb, int *flat)
+{
+	for (int n = 0; n < pb->nnodes; n++) {
+		int h = pb->usable[n], first = pb->host_first[h];
+		const tm_node *node = &pb->c->nodes[h];
+		int *order = xmalloc(sizeof(int) * (size_t)node->ngpus);
+		for (int i = 0; i < node->ngpus; i++)
+			order[i] = i;
+		for (int i = 1; i < node->ngpus; i++)
+			for (int k = i; k > 0 && node->gpus[order[k - 1]].index >
+			     node->gpus[order[k]].index; k--) {
+				int t = order[k];
+				order[k] = order[k - 1];
+				order[k - 1] = t;
+			}
+		for (int i = 0; i < pb->nproc; i++)
+			flat[n * pb->nproc + i] = first + order[i];
+		free(order);
+	}
+}
+
+/* ---- joining profiles to GPUs ------------------------------------------ */
+
+static const tm_profile *sort_prof;
+
+static int cmp_prof_host(const void *a, const void *b)
+{
+	const char *x = sort_prof->gpus[*(const int *)a].host;
+	const char *y = sort_prof->gpus[*(const int *)b].host;
+	int c = strcmp(x ? x : "", y ? y : "");
+	return c ? c : *(const int *)a - *(const int *)b;
+}
+
+/* 3: same uuid, 2: same PCI bus id, 1: same index, 0: not this GPU. */
+static int match(const tm_gpu *g, const tm_gpu_profile *e)
+{
+	if (g->uuid && e->uuid)
+		return strcmp(g->uuid, e->uuid) ? 0 : 3;
+	if (g->pci_bus_id && e->pci_bus_id)
+		return strcmp(g->pci_bus_id, e->pci_bus_id) ? 0 : 2;
+	if (e->index >= 0 && !e->uuid && !e->pci_bus_id)
+		return g->index == e->index ? 1 : 0;
+	if (e->index >= 0 && !(g->uuid && e->uuid) &&
+	    !(g->pci_bus_id && e->pci_bus_id))
+		return g->index == e->index ? 1 : 0;
+	return 0;
+}
+
+static int join_profiles(tm_problem *pb, const tm_profile *p,
+                         tm_error *err)
+{
+	int *idx = xmalloc(sizeof(int) * (size_t)p->ngpus);
+	int *used = xcalloc((size_t)p->ngpus, sizeof(int));
+	int rc = 0;
+
+	for (int i = 0; i < p->ngpus; i++)
+		idx[i] = i;
+	sort_prof = p;
+	qsort(idx, (size_t)p->ngpus, sizeof(int), cmp_prof_host);
+	for (int g = 0; g < pb->ngpu && !rc; g++) {
+		const tm_node *n = &pb->c->nodes[pb->gpu_host[g]];
+		const tm_gpu *gpu = &n->gpus[pb->gpu_pos[g]];
+		int best = -1, bestq = 0, lo = 0, hi = p->ngpus;
+		/* entries of this host, then entries without a host */
+		for (int pass = 0; pass < 2 && !rc; pass++) {
+			const char *want = pass == 0 ? n->host : "";
+			lo = 0;
+			hi = p->ngpus;
+			while (lo < hi) {
+				int mid = (lo + hi) / 2;
+				const char *h = p->gpus[idx[mid]].host;
+				if (strcmp(h ? h : "", want) < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int k = lo; k < p->ngpus; k++) {
+				const tm_gpu_profile *e = &p->gpus[idx[k]];
+				int q;
+				if (strcmp(e->host ? e->host : "", want))
+					break;
+				q = match(gpu, e);
+				if (!q || q < bestq)
+					continue;
+				if (q == bestq)
+					rc = tm_fail(err, TM_EINPUT, "%s: gpus[%d] and gpus[%d] "
+					             "both describe host %s GPU %d", p->file,
+					             best, idx[k], n->host, gpu->index);
+				best = idx[k];
+				bestq = q;
+			}
+			if (best >= 0)
+				break;
+		}
+		if (rc)
+			break;
+		pb->prof[g] = best;
+		if (best >= 0 && used[best]++)
+			rc = tm_fail(err, TM_EINPUT, "%s: gpus[%d] matches two GPUs of "
+			             "the cluster (host %s GPU %d is the second)",
+			             p->file, best, n->host, gpu->index);
+	}
+	for (int i = 0; i < p->ngpus && !rc; i++)
+		if (!used[i])
+			tm_warn("%s: gpus[%d]: no GPU of the cluster matches this entry",
+			        p->file, i);
+	free(idx);
+	free(used);
+	return rc;
+}
+
+/* Speed and thermal coefficients of one GPU from its profile entry. */
+static int gpu_model(tm_problem *pb, int g, const tm_gpu_profile *e,
+                     const char *file, int entry, tm_error *err)
+{
+	double pi = e->power_idle_w, pl = e->power_load_w;
+	pb->derate[g] = isfinite(e->derate) ? e->derate : NAN;
+	pb->headroom[g] = e->headroom_c;
+	pb->p_idle[g] = pi;
+	pb->p_slope[g] = isfinite(pi) && isfinite(pl) ? pl - pi : NAN;
+	if (isfinite(e->ambient_c) && isfinite(e->r_c_per_w) && isfinite(pi) &&
+	    isfinite(pl)) {
+		pb->t_idle[g] = e->ambient_c + e->r_c_per_w * pi;
+		pb->t_slope[g] = e->r_c_per_w * (pl - pi);
+	} else if (isfinite(e->temp_idle_c) && isfinite(e->temp_load_c)) {
+		pb->t_idle[g] = e->temp_idle_c;
+		pb->t_slope[g] = e->temp_load_c - e->temp_idle_c;
+	} else {
+		return tm_fail(err, TM_EINPUT, "%s: gpus[%d]: no thermal model; "
+		               "expected ambient_c, r_c_per_w, power_idle_w and "
+		               "power_load_w, or temp_idle_c and temp_load_c", file,
+		               entry);
+	}
+	if (pb->t_slope[g] < 0)
+		pb->t_slope[g] = 0;
+	return 0;
+}
+
+static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
+                   tm_error *err)
+{
+	int worst = -1, missing = 0, noderate = 0, rc;
+	tm_gpu_profile w;
+
+	for (int g = 0; g < pb->ngpu; g++) {
+		int e = pb->prof[g];
+		if (e < 0) {
+			missing++;
+			continue;
+		}
+		if ((rc = gpu_model(pb, g, &p->gpus[e], p->file, e, err)))
+			return rc;
+	}
+	if (missing && !allow_unprofiled) {
+		for (int g = 0; g < pb->ngpu; g++)
+			if (pb->prof[g] < 0) {
+				const tm_node *n = &pb->c->nodes[pb->gpu_host[g]];
+				const tm_gpu *gpu = &n->gpus[pb->gpu_pos[g]];
+				return tm_fail(err, TM_EINPUT, "%s: no entry for host %s GPU "
+				               "%d (%s); profile every GPU or pass "
+				               "--allow-unprofiled", p->file, n->host,
+				               gpu->index, gpu->uuid ? gpu->uuid :
+				               gpu->pci_bus_id ? gpu->pci_bus_id :
+				               "known by index only");
+			}
+	}
+	if (missing) {
+		/* the worst profiled GPU: slowest, hottest, least headroom */
+		memset(&w, 0, sizeof w);
+		w.derate = w.temp_idle_c = w.temp_load_c = NAN;
+		w.ambient_c = w.r_c_per_w = w.power_idle_w = w.power_load_w = NAN;
+		w.headroom_c = NAN;
+		for (int g = 0; g < pb->ngpu; g++) {
+			if (pb->prof[g] < 0)
+				continue;
+			if (worst < 0 || pb->t_idle[g] + pb->t_slope[g] >
+			    pb->t_idle[worst] + pb->t_slope[worst])
+				worst = g;
+			if (isfinite(pb->derate[g]) &&
+			    !(pb->derate[g] <= w.derate))
+				w.derate = pb->derate[g];
+			if (isfinite(pb->headroom[g]) &&
+			    !(pb->headroom[g] >= w.headroom_c))
+				w.headroom_c = pb->headroom[g];
+		}
+		if (worst < 0)
+			return tm_fail(err, TM_EINPUT, "%s: matches no GPU of the "
+			               "cluster", p->file);
+		for (int g = 0; g < pb->ngpu; g++) {
+			const tm_node *n;
+			if (pb->prof[g] >= 0)
+				continue;
+			n = &pb->c->nodes[pb->gpu_host[g]];
+			pb->derate[g] = w.derate;
+			pb->headroom[g] = w.headroom_c;
+			pb->t_idle[g] = pb->t_idle[worst];
+			pb->t_slope[g] = pb->t_slope[worst];
+			pb->p_idle[g] = pb->p_idle[worst];
+			pb->p_slope[g] = pb->p_slope[worst];
+			tm_problem_note(pb, "host %s GPU %d has no profile entry; "
+			                "treated as the worst profiled GPU", n->host,
+			                n->gpus[pb->gpu_pos[g]].index);
+		}
+	}
+	pb->uniform_derate = true;
+	for (int g = 0; g < pb->ngpu; g++) {
+		if (!isfinite(pb->derate[g])) {
+			pb->derate[g] = 1.0;
+			noderate++;
+		}
+		if (pb->derate[g] != pb->derate[0])
+			pb->uniform_derate = false;
+	}
+	if (noderate)
+		tm_problem_note(pb, "%d GPU(s) have no derate in the profile (no "
+		                "clock data); their speed is taken as full speed",
+		                noderate);
+	return 0;
+}
+
+/* ---- cluster and ranks -------------------------------------------------- */
+
+static void network(tm_problem *pb)
+{
+	const tm_cluster *c = pb->c;
+	bool guessed = false;
+	pb->net_bw = xmalloc(sizeof(double) * (size_t)pb->nhost * pb->nhost);
+	for (int a = 0; a < pb->nhost; a++)
+		for (int b = 0; b < pb->nhost; b++) {
+			const tm_node *x = &c->nodes[a], *y = &c->nodes[b];
+			double bw = INFINITY, grp;
+			bool same = x->net_group && y->net_group &&
+			            !strcmp(x->net_group, y->net_group);
+			if (isfinite(x->net_gb_per_s))
+				bw = fmin(bw, x->net_gb_per_s);
+			if (isfinite(y->net_gb_per_s))
+				bw = fmin(bw, y->net_gb_per_s);
+			grp = same || (!x->net_group && !y->net_group) ?
+			      c->same_group_gb_per_s : c->cross_group_gb_per_s;
+			if (isfinite(grp))
+				bw = fmin(bw, grp);
+			if (!isfinite(bw)) {
+				bw = DEFAULT_NET_GBPS;
+				guessed = a != b;
+			}
+			pb->net_bw[a * pb->nhost + b] = bw;
+		}
+	if (guessed && pb->nnodes > 1)
+		tm_problem_note(pb, "the cluster gives no network bandwidth; "
+		                "transfers between hosts assume %g GB/s",
+		                DEFAULT_NET_GBPS);
+}
+
+static void ranks(tm_problem *pb)
+{
+	const tm_job *j = pb->job;
+	int tp = j->size[TM_TP];
+	pb->nmember = tp * j->size[TM_CP];
+	pb->nrep = j->size[TM_DP];
+	pb->npp = j->size[TM_PP];
+	pb->coord = xmalloc(sizeof *pb->coord * (size_t)pb->nranks);
+	pb->rank_stage = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	pb->rank_rep = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	pb->rank_member = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	pb->inst_rank = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	for (int r = 0; r < pb->nranks; r++) {
+		int *c = pb->coord[r];
+		tm_job_coords(j, r, c);
+		pb->rank_stage[r] = c[TM_PP];
+		pb->rank_rep[r] = c[TM_DP];
+		pb->rank_member[r] = c[TM_TP] + tp * c[TM_CP];
+		pb->inst_rank[(c[TM_DP] * pb->npp + c[TM_PP]) * pb->nmember +
+		              pb->rank_member[r]] = r;
+	}
+	pb->work = xcalloc((size_t)pb->npp, sizeof(double));
+	pb->fwd = xcalloc((size_t)pb->npp, sizeof(double));
+	pb->bwd = xcalloc((size_t)pb->npp, sizeof(double));
+	pb->mem_need = xcalloc((size_t)pb->npp, sizeof(double));
+	for (int s = 0; s < j->nstages; s++) {
+		const tm_stage *st = &j->stages[s];
+		int p = s % pb->npp;
+		pb->fwd[p] += st->fwd_ms;
+		pb->bwd[p] += st->bwd_ms;
+		pb->work[p] += st->fwd_ms + st->bwd_ms;
+		pb->mem_need[p] += st->mem_gib;  /* NAN stays NAN: unknown */
+	}
+	pb->hops = xcalloc((size_t)j->nstages, sizeof(tm_hop));
+	for (int s = 0; s + 1 < j->nstages; s++) {
+		int from = s % pb->npp, to = (s + 1) % pb->npp;
+		if (from == to || j->stages[s].act_mib <= 0)
+			continue;
+		pb->hops[pb->nhops].from = from;
+		pb->hops[pb->nhops].to = to;
+		pb->hops[pb->nhops].act_mib = j->stages[s].act_mib;
+		pb->nhops++;
+	}
+}
+
+int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+                   const tm_policy *pol, bool allow_unprofiled,
+                   tm_problem **out, tm_error *err)
+{
+	tm_problem *pb = xcalloc(1, sizeof *pb);
+	long long ngpu = 0;
+	int rc, k;
+
+	*out = NULL;
+	pb->c = c;
+	pb->job = j;
+	pb->pol = pol;
+	memcpy(pb->profile_sha256, p->sha256, sizeof pb->profile_sha256);
+	pb->nhost = c->nnodes;
+	for (int h = 0; h < c->nnodes; h++)
+		ngpu += c->nodes[h].ngpus;
+	if (ngpu > TM_MAX_RANKS) {
+		rc = tm_fail(err, TM_EINPUT, "%s: %lld GPUs; at most %d are "
+		             "supported", c->file, ngpu, TM_MAX_RANKS);
+		goto fail;
+	}
+	pb->ngpu = (int)ngpu;
+	pb->gpu_host = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	pb->gpu_pos = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	pb->host_first = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	pb->mem_gib = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	k = 0;
+	for (int h = 0; h < c->nnodes; h++) {
+		pb->host_first[h] = k;
+		for (int g = 0; g < c->nodes[h].ngpus; g++, k++) {
+			pb->gpu_host[k] = h;
+			pb->gpu_pos[k] = g;
+			pb->mem_gib[k] = c->nodes[h].gpus[g].memory_gib;
+		}
+	}
+	pb->derate = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->t_idle = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->t_slope = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_idle = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_slope = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->headroom = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->prof = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	if ((rc = join_profiles(pb, p, err)) ||
+	    (rc = thermal(pb, p, allow_unprofiled, err)))
+		goto fail;
+
+	pb->nranks = j->world;
+	pb->nproc = j->nproc_per_node;
+	pb->nnodes = j->world / j->nproc_per_node;
+	pb->usable = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	for (int h = 0; h < pb->nhost; h++)
+		if (c->nodes[h].ngpus >= pb->nproc)
+			pb->usable[pb->nusable++] = h;
+	if (pb->nusable < pb->nnodes) {
+		rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the job needs %d "
+		             "node(s) of %d GPUs (%d ranks); %s has %d host(s) "
+		             "with at least %d GPUs", pb->nnodes, pb->nproc,
+		             pb->nranks, c->file, pb->nusable, pb->nproc);
+		goto fail;
+	}
+	network(pb);
+	ranks(pb);
+	pb->ref_gpu = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	tm_identity(pb, pb->ref_gpu);
+	pb->ncrit = pol->ncrit;
+	memcpy(pb->crit, pol->crit, sizeof pb->crit);
+	for (k = 0; k < pb->ncrit && pb->crit[k] != TM_CRIT_MOVES; k++)
+		;
+	if (k == pb->ncrit)
+		pb->crit[pb->ncrit++] = TM_CRIT_MOVES;
+	*out = pb;
+	return 0;
+fail:
+	tm_problem_free(pb);
+	return rc;
+}

@@ -1,0 +1,600 @@
+/*
+ * solve_ilp.c — the exact method: the placement problem as a mixed integer
+ * program solved by GLPK, one lexicographic criterion at a time. This is
+ * the only file that includes glpk.h. The formulation (docs/model.md):
+ *
+ *   x[r,g] ∈ {0,1}   rank r on GPU g          z[n,h] ∈ {0,1}  node n on host h
+ *   Σg x[r,g] = 1    Σr x[r,g] ≤ 1            Σ(g∈h) x[r,g] = z[node(r),h]
+ *   D[d,s] ≥ Σg δg x[r,g]   for r in stage instance (d,s)    (slowest GPU)
+ *   B[d]   ≥ w_s D[d,s]                                       (bottleneck)
+ *   C[d,k] ≥ Σh c(g,h) x[b,h] − Cmax (1 − x[a,g])   ∀g        (slowest hop)
+ *   T ≥ Σs w_s D[d,s] / v + Σk C[d,k] + (m − 1/v) B[d]        (iteration)
+ *   P ≥ Σr θ[r,g] x[r,g]   ∀g   with θ the temperature at the reference time
+ *
+ * Phase 0 minimises T to find the reference time; then each criterion of
+ * the policy is minimised with the earlier ones held within tolerance. Each
+ * phase's answer is re-evaluated by model.c, and bounds come from those
+ * exact values, so the ILP and the model cannot drift apart.
+ */
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <glpk.h>
+
+#include "internal.h"
+
+#define MAX_BINARIES 4000000  /* beyond this the direct program is too big */
+
+typedef struct ilp {
+	const tm_problem *pb;
+	glp_prob *P;
+	int *xcol;            /* rank*ngpu + g → column, 0 when absent */
+	int *zcol;            /* node*nhost + h → column, 0 when fixed */
+	int *dcol;            /* replica*npp + stage → column, 0 if constant */
+	int *bcol;            /* replica → column */
+	int *ccol;            /* replica*nhops + hop → column, 0 if constant */
+	int tcol, pcol;       /* iteration time, peak temperature */
+	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
+	bool comm_const;      /* every GPU pair has the same bandwidth */
+	double comm_ms;       /* then the hop time per MiB, forward+backward */
+	/* sparse row under construction */
+	int *ind;
+	double *val;
+	int nnz, cap;
+	/* warm start */
+	const int *warm;      /* placement handed to GLPK, or NULL */
+	bool warm_used;       /* handed over once per solve */
+	double *vec;          /* 1-based column values of warm */
+	double t_ref;         /* reference time, 0 before phase 0 */
+	/* what the callback saw */
+	double bound;         /* best bound of the last solve */
+} ilp;
+
+static jmp_buf glpk_jmp;
+
+static void on_glpk_error(void *info)
+{
+	(void)info;
+	glp_free_env();
+	longjmp(glpk_jmp, 1);
+}
+
+static void row_begin(ilp *L)
+{
+	L->nnz = 0;
+}
+
+static void row_add(ilp *L, int col, double v)
+{
+	if (!col || v == 0)
+		return;
+	if (L->nnz + 2 > L->cap) {
+		L->cap = L->cap ? L->cap * 2 : 256;
+		L->ind = xrealloc(L->ind, sizeof(int) * (size_t)L->cap);
+		L->val = xrealloc(L->val, sizeof(double) * (size_t)L->cap);
+	}
+	L->nnz++;
+	L->ind[L->nnz] = col;
+	L->val[L->nnz] = v;
+}
+
+static int row_end(ilp *L, int type, double lo, double hi)
+{
+	int r = glp_add_rows(L->P, 1);
+	glp_set_row_bnds(L->P, r, type, lo, hi);
+	glp_set_mat_row(L->P, r, L->nnz, L->ind, L->val);
+	return r;
+}
+
+static int add_col(ilp *L, int kind, double lo, double hi)
+{
+	int c = glp_add_cols(L->P, 1);
+	glp_set_col_kind(L->P, c, kind);
+	if (kind == GLP_BV)
+		return c;
+	if (isfinite(hi))
+		glp_set_col_bnds(L->P, c, GLP_DB, lo, hi);
+	else
+		glp_set_col_bnds(L->P, c, GLP_LO, lo, 0);
+	return c;
+}
+
+static double theta(const ilp *L, int r, int g)
+{
+	return tm_rank_temp(L->pb, r, g, L->t_ref);
+}
+
+static void build(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	const tm_policy *pol = pb->pol;
+	int R = pb->nranks, G = pb->ngpu, H = pb->nhost, tp = pb->job->size[TM_TP];
+	double v = pb->job->vpp, m = pb->job->microbatches, bwmin = INFINITY,
+	       bwmax = 0;
+	bool use_z = pb->nusable > 1 || pb->nnodes > 1;
+
+	L->xcol = xcalloc((size_t)R * G, sizeof(int));
+	L->zcol = xcalloc((size_t)pb->nnodes * H, sizeof(int));
+	L->dcol = xcalloc((size_t)pb->nrep * pb->npp, sizeof(int));
+	L->bcol = xcalloc((size_t)pb->nrep, sizeof(int));
+	L->ccol = xcalloc((size_t)pb->nrep * (pb->nhops + 1), sizeof(int));
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u], f = pb->host_first[h];
+		for (int n = 0; use_z && n < pb->nnodes; n++)
+			L->zcol[n * H + h] = add_col(L, GLP_BV, 0, 1);
+		for (int r = 0; r < R; r++)
+			for (int g = f; g < f + pb->c->nodes[h].ngpus; g++)
+				if (tm_fits(pb, r, g))
+					L->xcol[r * G + g] = add_col(L, GLP_BV, 0, 1);
+	}
+	/* bandwidth spread over the GPUs a pipeline hop could use */
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u], f = pb->host_first[h];
+		for (int g = f; g < f + pb->c->nodes[h].ngpus; g++)
+			for (int w = 0; w < pb->nusable; w++) {
+				int h2 = pb->usable[w], f2 = pb->host_first[h2];
+				for (int k = f2; k < f2 + pb->c->nodes[h2].ngpus; k++) {
+					double b;
+					if (k == g)
+						continue;
+					b = tm_bw(pb, g, k);
+					bwmin = fmin(bwmin, b);
+					bwmax = fmax(bwmax, b);
+				}
+			}
+	}
+	L->comm_const = bwmax - bwmin <= 1e-12 * bwmax || !isfinite(bwmin);
+	L->comm_ms = isfinite(bwmin) ? 2.0 * 1048576.0 / (bwmin * 1e6) : 0;
+
+	for (int d = 0; d < pb->nrep; d++) {
+		for (int s = 0; s < pb->npp && !pb->uniform_derate; s++)
+			L->dcol[d * pb->npp + s] = add_col(L, GLP_CV, 1, INFINITY);
+		L->bcol[d] = add_col(L, GLP_CV, 0, INFINITY);
+		for (int k = 0; k < pb->nhops && !L->comm_const; k++)
+			L->ccol[d * pb->nhops + k] = add_col(L, GLP_CV, 0, INFINITY);
+	}
+	L->tcol = add_col(L, GLP_CV, 0, INFINITY);
+
+	/* assignment */
+	for (int r = 0; r < R; r++) {
+		row_begin(L);
+		for (int g = 0; g < G; g++)
+			row_add(L, L->xcol[r * G + g], 1);
+		row_end(L, GLP_FX, 1, 1);
+	}
+	for (int g = 0; g < G; g++) {
+		row_begin(L);
+		for (int r = 0; r < R; r++)
+			row_add(L, L->xcol[r * G + g], 1);
+		if (L->nnz > 1)
+			row_end(L, GLP_UP, 0, 1);
+	}
+	/* torchrun: a node's ranks on one host, one node per host */
+	for (int n = 0; use_z && n < pb->nnodes; n++) {
+		row_begin(L);
+		for (int h = 0; h < H; h++)
+			row_add(L, L->zcol[n * H + h], 1);
+		row_end(L, GLP_FX, 1, 1);
+		for (int i = 0; i < pb->nproc; i++) {
+			int r = n * pb->nproc + i;
+			for (int u = 0; u < pb->nusable; u++) {
+				int h = pb->usable[u], f = pb->host_first[h];
+				row_begin(L);
+				for (int g = f; g < f + pb->c->nodes[h].ngpus; g++)
+					row_add(L, L->xcol[r * G + g], 1);
+				row_add(L, L->zcol[n * H + h], -1);
+				row_end(L, GLP_FX, 0, 0);
+			}
+		}
+	}
+	for (int u = 0; use_z && u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		row_begin(L);
+		for (int n = 0; n < pb->nnodes; n++)
+			row_add(L, L->zcol[n * H + h], 1);
+		row_end(L, GLP_UP, 0, 1);
+	}
+	/* stage instances, bottleneck, transfers and iteration time */
+	for (int d = 0; d < pb->nrep; d++) {
+		double cst = 0;
+		for (int s = 0; s < pb->npp; s++) {
+			int dc = L->dcol[d * pb->npp + s];
+			const int *mem = &pb->inst_rank[(d * pb->npp + s) * pb->nmember];
+			for (int k = 0; dc && k < pb->nmember; k++) {
+				row_begin(L);
+				row_add(L, dc, 1);
+				for (int g = 0; g < G; g++)
+					row_add(L, L->xcol[mem[k] * G + g], -pb->derate[g]);
+				row_end(L, GLP_LO, 0, 0);
+			}
+			row_begin(L);
+			row_add(L, L->bcol[d], 1);
+			row_add(L, dc, -pb->work[s]);
+			row_end(L, GLP_LO, dc ? 0 : pb->work[s] * pb->derate[0], 0);
+		}
+		for (int k = 0; k < pb->nhops; k++) {
+			const tm_hop *hp = &pb->hops[k];
+			int cc = L->ccol[d * pb->nhops + k];
+			double cmax;
+			if (!cc) {
+				cst += L->comm_ms * hp->act_mib;
+				continue;
+			}
+			cmax = 2.0 * hp->act_mib * 1048576.0 / (bwmin * 1e6);
+			for (int q = 0; q < pb->nmember; q++) {
+				int a = pb->inst_rank[(d * pb->npp + hp->from) *
+				                      pb->nmember + q];
+				int b = pb->inst_rank[(d * pb->npp + hp->to) *
+				                      pb->nmember + q];
+				for (int g = 0; g < G; g++) {
+					if (!L->xcol[a * G + g])
+						continue;
+					row_begin(L);
+					row_add(L, cc, 1);
+					row_add(L, L->xcol[a * G + g], -cmax);
+					for (int h = 0; h < G; h++)
+						if (h != g)
+							row_add(L, L->xcol[b * G + h],
+							        -tm_hop_ms(pb, hp->act_mib, g, h));
+					row_end(L, GLP_LO, -cmax, 0);
+				}
+			}
+		}
+		row_begin(L);
+		row_add(L, L->tcol, 1);
+		for (int s = 0; s < pb->npp; s++) {
+			if (L->dcol[d * pb->npp + s])
+				row_add(L, L->dcol[d * pb->npp + s], -pb->work[s] / v);
+			else
+				cst += pb->work[s] * pb->derate[0] / v;
+		}
+		for (int k = 0; k < pb->nhops; k++)
+			row_add(L, L->ccol[d * pb->nhops + k], -1);
+		row_add(L, L->bcol[d], -(m - 1.0 / v));
+		row_end(L, GLP_LO, cst, 0);
+	}
+	/* NVLink constraints: a on g forces b onto an NVLink neighbour of g */
+	for (int i = 0; pol->tp_nvlink && tp > 1 && i < R; i += tp)
+		for (int a = 0; a < tp; a++)
+			for (int b = a + 1; b < tp; b++) {
+				int ra = pb->inst_rank[i + a], rb = pb->inst_rank[i + b];
+				for (int g = 0; g < G; g++) {
+					if (!L->xcol[ra * G + g])
+						continue;
+					row_begin(L);
+					row_add(L, L->xcol[ra * G + g], 1);
+					for (int h = 0; h < G; h++)
+						if (tm_nvlink(pb, g, h))
+							row_add(L, L->xcol[rb * G + h], -1);
+					row_end(L, GLP_UP, 0, 0);
+				}
+			}
+	for (int d = 0; pol->pp_nvlink && d < pb->nrep; d++)
+		for (int k = 0; k < pb->nhops; k++)
+			for (int q = 0; q < pb->nmember; q++) {
+				const tm_hop *hp = &pb->hops[k];
+				int ra = pb->inst_rank[(d * pb->npp + hp->from) *
+				                       pb->nmember + q];
+				int rb = pb->inst_rank[(d * pb->npp + hp->to) *
+				                       pb->nmember + q];
+				for (int g = 0; g < G; g++) {
+					if (!L->xcol[ra * G + g])
+						continue;
+					row_begin(L);
+					row_add(L, L->xcol[ra * G + g], 1);
+					for (int h = 0; h < G; h++)
+						if (tm_nvlink(pb, g, h))
+							row_add(L, L->xcol[rb * G + h], -1);
+					row_end(L, GLP_UP, 0, 0);
+				}
+			}
+	if (pol->max_moves >= 0) {
+		row_begin(L);
+		for (int r = 0; r < R; r++)
+			row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
+		row_end(L, GLP_LO, R - pol->max_moves, 0);
+	}
+}
+
+/* Temperature rows, once the reference time is known. */
+static void build_thermal(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	int R = pb->nranks, G = pb->ngpu;
+	L->pcol = add_col(L, GLP_CV, -INFINITY, INFINITY);
+	glp_set_col_bnds(L->P, L->pcol, GLP_FR, 0, 0);
+	for (int g = 0; g < G; g++) {
+		row_begin(L);
+		for (int r = 0; r < R; r++)
+			row_add(L, L->xcol[r * G + g], -theta(L, r, g));
+		if (!L->nnz)
+			continue;
+		row_add(L, L->pcol, 1);
+		row_end(L, GLP_LO, 0, 0);
+		if (isfinite(pb->pol->max_temp_c)) {
+			row_begin(L);
+			for (int r = 0; r < R; r++)
+				row_add(L, L->xcol[r * G + g], theta(L, r, g));
+			row_end(L, GLP_UP, 0, pb->pol->max_temp_c);
+		}
+	}
+}
+
+/* Column values of a placement, for GLPK's incumbent. */
+static void fill(ilp *L, const int *flat)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu, H = pb->nhost, ncol = glp_get_num_cols(L->P);
+	double tmax = 0, pk = -INFINITY;
+	tm_eval ev;
+
+	L->vec = xrealloc(L->vec, sizeof(double) * (size_t)(ncol + 1));
+	for (int c = 0; c <= ncol; c++)
+		L->vec[c] = 0;
+	for (int r = 0; r < pb->nranks; r++) {
+		int c = L->xcol[r * G + flat[r]];
+		if (c)
+			L->vec[c] = 1;
+		if (r % pb->nproc == 0 && L->zcol[r / pb->nproc * H +
+		                                  pb->gpu_host[flat[r]]])
+			L->vec[L->zcol[r / pb->nproc * H + pb->gpu_host[flat[r]]]] = 1;
+		if (L->pcol && theta(L, r, flat[r]) > pk)
+			pk = theta(L, r, flat[r]);
+	}
+	for (int d = 0; d < pb->nrep; d++) {
+		double b = 0;
+		for (int s = 0; s < pb->npp; s++) {
+			double t = tm_inst_ms(pb, flat, d, s);
+			if (L->dcol[d * pb->npp + s])
+				L->vec[L->dcol[d * pb->npp + s]] = t / pb->work[s];
+			b = fmax(b, t);
+		}
+		L->vec[L->bcol[d]] = b;
+		for (int k = 0; k < pb->nhops; k++)
+			if (L->ccol[d * pb->nhops + k])
+				L->vec[L->ccol[d * pb->nhops + k]] =
+					tm_hop_inst_ms(pb, flat, d, &pb->hops[k]);
+	}
+	tmax = tm_eval_flat(pb, flat, 0, &ev);
+	L->vec[L->tcol] = tmax;
+	if (L->pcol)
+		L->vec[L->pcol] = pk;
+}
+
+static void callback(glp_tree *T, void *info)
+{
+	ilp *L = info;
+	int node;
+	switch (glp_ios_reason(T)) {
+	case GLP_IHEUR:
+		if (L->warm && !L->warm_used) {
+			L->warm_used = true;
+			glp_ios_heur_sol(T, L->vec);
+		}
+		break;
+	case GLP_ISELECT:
+	case GLP_IBINGO:
+		node = glp_ios_best_node(T);
+		if (node)
+			L->bound = glp_ios_node_bound(T, node);
+		break;
+	default:
+		break;
+	}
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One phase: minimise a criterion. Returns 0 with the placement in flat,
+ * TM_EINFEASIBLE, or TM_ELIMIT; *optimal says whether it was proven. */
+static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
+                 double *bound)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu, ncol = glp_get_num_cols(L->P), ret, st;
+	glp_smcp sp;
+	glp_iocp ip;
+	double left = deadline - now_ms();
+
+	for (int c = 1; c <= ncol; c++)
+		glp_set_obj_coef(L->P, c, 0);
+	glp_set_obj_coef(L->P, 0, 0);
+	if (crit == TM_CRIT_TIME)
+		glp_set_obj_coef(L->P, L->tcol, 1);
+	else if (crit == TM_CRIT_PEAK)
+		glp_set_obj_coef(L->P, L->pcol, 1);
+	else {
+		glp_set_obj_coef(L->P, 0, pb->nranks);
+		for (int r = 0; r < pb->nranks; r++)
+			if (L->xcol[r * G + pb->ref_gpu[r]])
+				glp_set_obj_coef(L->P, L->xcol[r * G + pb->ref_gpu[r]], -1);
+	}
+	glp_set_obj_dir(L->P, GLP_MIN);
+	if (left < 1)
+		left = 1;
+	glp_init_smcp(&sp);
+	sp.msg_lev = GLP_MSG_OFF;
+	sp.tm_lim = (int)fmin(left, 2e9);
+	ret = glp_simplex(L->P, &sp);
+	st = glp_get_status(L->P);
+	if (ret == 0 && (st == GLP_NOFEAS || st == GLP_INFEAS))
+		return TM_EINFEASIBLE;
+	if (ret != 0 || st != GLP_OPT)
+		return ret == GLP_ETMLIM ? TM_ELIMIT : TM_EINTERNAL;
+	glp_init_iocp(&ip);
+	ip.msg_lev = GLP_MSG_OFF;
+	ip.presolve = GLP_OFF;
+	ip.tm_lim = (int)fmin(fmax(deadline - now_ms(), 1), 2e9);
+	ip.mip_gap = pb->pol->mip_gap;
+	ip.cb_func = callback;
+	ip.cb_info = L;
+	L->warm_used = false;
+	L->bound = glp_get_obj_val(L->P);
+	ret = glp_intopt(L->P, &ip);
+	st = glp_mip_status(L->P);
+	if (st == GLP_NOFEAS)
+		return TM_EINFEASIBLE;
+	if (st != GLP_OPT && st != GLP_FEAS)
+		return ret == GLP_ETMLIM ? TM_ELIMIT : TM_EINTERNAL;
+	for (int r = 0; r < pb->nranks; r++) {
+		flat[r] = -1;
+		for (int g = 0; g < G; g++)
+			if (L->xcol[r * G + g] &&
+			    glp_mip_col_val(L->P, L->xcol[r * G + g]) > 0.5)
+				flat[r] = g;
+		if (flat[r] < 0)
+			return TM_EINTERNAL;
+	}
+	*optimal = st == GLP_OPT && ret == 0;
+	*bound = *optimal ? glp_mip_obj_val(L->P) : L->bound;
+	return 0;
+}
+
+/* Holds criterion crit at or below b in the following phases. */
+static void hold(ilp *L, int crit, double b)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+	if (crit == TM_CRIT_TIME)
+		glp_set_col_bnds(L->P, L->tcol, GLP_DB, 0, b);
+	else if (crit == TM_CRIT_PEAK)
+		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
+	else {
+		row_begin(L);
+		for (int r = 0; r < pb->nranks; r++)
+			row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
+		row_end(L, GLP_LO, pb->nranks - b, 0);
+	}
+}
+
+static void ilp_free(ilp *L)
+{
+	free(L->xcol);
+	free(L->zcol);
+	free(L->dcol);
+	free(L->bcol);
+	free(L->ccol);
+	free(L->ind);
+	free(L->val);
+	free(L->vec);
+}
+
+int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
+                 tm_solution *sol, tm_error *err)
+{
+	ilp L;
+	double deadline = now_ms() + pb->pol->time_limit_s * 1e3, bound;
+	int *cur = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	bool optimal = true, ok;
+	volatile int rc = 0;
+	tm_eval ev;
+	int first_crit = pb->crit[0];
+
+	memset(&L, 0, sizeof L);
+	L.pb = pb;
+	if ((double)pb->nranks * pb->ngpu > MAX_BINARIES) {
+		free(cur);
+		return tm_fail(err, TM_EINTERNAL, "ilp: %d ranks × %d GPUs is too "
+		               "large for the direct integer program; use the "
+		               "greedy method", pb->nranks, pb->ngpu);
+	}
+	glp_term_out(GLP_OFF);
+	if (setjmp(glpk_jmp)) {
+		glp_error_hook(NULL, NULL);
+		ilp_free(&L);
+		free(cur);
+		return tm_fail(err, TM_EINTERNAL, "ilp: GLPK failed");
+	}
+	glp_error_hook(on_glpk_error, NULL);
+	L.P = glp_create_prob();
+	build(&L);
+
+	/* phase 0: the best time, without the temperature cap */
+	if (warm) {
+		L.warm = warm;
+		fill(&L, warm);
+	}
+	rc = phase(&L, TM_CRIT_TIME, deadline, cur, &ok, &bound);
+	if (rc == TM_EINFEASIBLE) {
+		rc = tm_explain_infeasible(pb, err);
+		goto out;
+	}
+	if (rc == TM_ELIMIT && warm) {
+		memcpy(cur, warm, sizeof(int) * (size_t)pb->nranks);
+		ok = false;
+		bound = L.bound;
+		rc = 0;
+	}
+	if (rc) {
+		tm_fail(err, rc, rc == TM_ELIMIT ? "solver limit: no feasible "
+		        "placement found within time_limit_s %g" :
+		        "ilp: GLPK could not solve the program", pb->pol->time_limit_s);
+		goto out;
+	}
+	L.t_ref = tm_eval_flat(pb, cur, 0, &ev);
+	sol->t_ref_ms = L.t_ref;
+	build_thermal(&L);
+	if (first_crit == TM_CRIT_TIME) {
+		sol->objective = ev.iteration_ms;
+		sol->bound = fmin(bound, ev.iteration_ms);
+		optimal = ok;
+	}
+	memcpy(flat, cur, sizeof(int) * (size_t)pb->nranks);
+	for (int k = 0; k < pb->ncrit; k++) {
+		int crit = pb->crit[k], prc;
+		bool reuse = k == 0 && crit == TM_CRIT_TIME &&
+		             !isfinite(pb->pol->max_temp_c);
+		if (!reuse) {
+			L.warm = flat;
+			fill(&L, flat);
+			if (k == 0 && isfinite(pb->pol->max_temp_c))
+				L.warm = NULL;  /* phase 0's answer may break the cap */
+			prc = phase(&L, crit, deadline, cur, &ok, &bound);
+			if (prc == TM_EINFEASIBLE && k == 0) {
+				rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: no "
+				             "placement keeps every GPU at or below "
+				             "max_temp_c %.1f °C", pb->pol->max_temp_c);
+				goto out;
+			}
+			if (prc == 0) {
+				memcpy(flat, cur, sizeof(int) * (size_t)pb->nranks);
+			} else if (k == 0) {
+				rc = tm_fail(err, prc == TM_ELIMIT ? TM_ELIMIT :
+				             TM_EINTERNAL, "solver limit: no placement "
+				             "within max_temp_c found in time_limit_s %g",
+				             pb->pol->time_limit_s);
+				goto out;
+			} else {
+				optimal = false;  /* keep the previous phase's answer */
+				break;
+			}
+			if (k == 0) {
+				tm_eval_flat(pb, flat, L.t_ref, &ev);
+				sol->objective = tm_crit_value(&ev, crit);
+				sol->bound = fmin(bound, sol->objective);
+			}
+			optimal = optimal && ok;
+		}
+		tm_eval_flat(pb, flat, L.t_ref, &ev);
+		hold(&L, crit, tm_crit_bound(pb, crit, tm_crit_value(&ev, crit)));
+	}
+	snprintf(sol->status, sizeof sol->status, optimal ? "optimal" :
+	         "feasible");
+	sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
+	           sol->objective : 0;
+	if (sol->gap < 1e-9)
+		sol->gap = 0;
+out:
+	glp_delete_prob(L.P);
+	glp_error_hook(NULL, NULL);
+	ilp_free(&L);
+	free(cur);
+	return rc;
+}
