@@ -36,6 +36,12 @@ $(B)/libthermap.a: $(LIB_OBJ)
 $(B)/thermap: $(B)/main.o $(B)/libthermap.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(LDEXTRA)
 
+$(B)/bench: $(B)/bench.o $(B)/libthermap.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bench.o: tests/bench.c | $(B)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
+
 $(B)/test_%.o: tests/test_%.c | $(B)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
 

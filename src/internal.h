@@ -172,7 +172,7 @@ double tm_crit_bound(const tm_problem *pb, int crit, double best);
 /* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
 int tm_solve_greedy(const tm_problem *pb, int *flat);
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
-                   tm_error *err);
+                   double *best, tm_error *err);
 int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
                  tm_solution *sol, tm_error *err);
 

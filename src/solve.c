@@ -314,7 +314,7 @@ static void brute_rank(brute *B, int r)
 }
 
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
-                   tm_error *err)
+                   double *best, tm_error *err)
 {
 	brute B;
 	double count = 1;
@@ -359,6 +359,7 @@ int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
 			             pb->pol->max_temp_c);
 			goto out;
 		}
+		best[k] = B.best;
 		B.bound[k] = tm_crit_bound(pb, B.crit, B.best);
 		B.ncrit = k + 1;
 	}
@@ -402,7 +403,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		}
 		break;
 	case TM_METHOD_BRUTE:
-		rc = tm_solve_brute(pb, flat, &sol->t_ref_ms, err);
+		rc = tm_solve_brute(pb, flat, &sol->t_ref_ms, sol->best, err);
 		snprintf(sol->status, sizeof sol->status, "optimal");
 		break;
 	default:

@@ -583,7 +583,8 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 			optimal = optimal && ok;
 		}
 		tm_eval_flat(pb, flat, L.t_ref, &ev);
-		hold(&L, crit, tm_crit_bound(pb, crit, tm_crit_value(&ev, crit)));
+		sol->best[k] = tm_crit_value(&ev, crit);
+		hold(&L, crit, tm_crit_bound(pb, crit, sol->best[k]));
 	}
 	snprintf(sol->status, sizeof sol->status, optimal ? "optimal" :
 	         "feasible");

@@ -232,6 +232,7 @@ typedef struct tm_solution {
 	double gap;          /* relative gap between them */
 	double time_ms;      /* wall time of the solve */
 	double t_ref_ms;     /* reference iteration time of peak_ref_c */
+	double best[3];      /* optimum of each criterion in its own phase */
 	tm_eval baseline;    /* the identity placement, same model */
 	bool baseline_ok;    /* identity is possible on this cluster */
 } tm_solution;

@@ -1,0 +1,165 @@
+#!/bin/sh
+# CLI cases: each runs the thermap program on real fixtures or small data
+# files and compares exit code and the exact stderr line (or a stdout
+# fragment). Hand-broken plans must fail 'thermap check' with the right
+# message. THERMAP names the binary (build/thermap by default).
+set -u
+T=${THERMAP:-build/thermap}
+F=fixtures/h200x4-a
+D=tests/cli/data
+W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-cli.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
+
+# t NAME RC STDERR -- ARGS...   (STDERR '-' means: not checked)
+t() {
+	name=$1 rc=$2 err=$3
+	shift 4
+	"$T" "$@" >"$W/out" 2>"$W/err"
+	got=$?
+	if [ "$got" != "$rc" ]; then
+		bad "$name: exit $got, expected $rc; stderr: $(cat "$W/err")"
+		return
+	fi
+	if [ "$err" != "-" ] && [ "$(cat "$W/err")" != "$err" ]; then
+		bad "$name: stderr was: $(cat "$W/err")
+        expected: $err"
+		return
+	fi
+	ok
+}
+
+# has NAME FILE TEXT: FILE contains TEXT
+has() {
+	if grep -qF -- "$3" "$2"; then ok; else bad "$1: $2 lacks: $3"; fi
+}
+
+plan() { "$T" plan --cluster $F/cluster.json --profile $F/profile.json \
+	--job $F/job-pp2-dp2.json "$@"; }
+
+# ---- usage ---------------------------------------------------------------
+t help 0 "" -- --help
+has help-text "$W/out" "usage: thermap COMMAND"
+t plan-help 0 "" -- plan --help
+has plan-help-text "$W/out" "--allow-unprofiled"
+t check-help 0 "" -- check --help
+t version 0 "" -- --version
+has version-text "$W/out" "thermap 0."
+t no-command 2 "thermap: no command given
+Try 'thermap --help'." --
+t bad-command 2 "thermap: unknown command 'plot'
+Try 'thermap --help'." -- plot
+t bad-option 2 "thermap: unknown option '--clusters'
+Try 'thermap plan --help'." -- plan --clusters x
+t missing-profile 2 "thermap: plan needs --profile
+Try 'thermap plan --help'." -- plan --cluster x --job y -o z
+t missing-value 2 "thermap: option '--job' needs a value
+Try 'thermap plan --help'." -- plan --job
+
+# every option of the --help texts is in the man page
+for cmd in plan check; do
+	"$T" $cmd --help | grep -oE -- '--[a-z-]+' | sort -u | while read -r o; do
+		grep -qF -- "$o" docs/thermap.1 || echo "$cmd $o" >>"$W/missing"
+	done
+done
+if [ -s "$W/missing" ]; then bad "man page lacks: $(cat "$W/missing")"; else ok; fi
+
+# ---- the real 4xH200 demo --------------------------------------------------
+plan -o "$W/p1" >"$W/out" 2>"$W/err"
+if [ $? = 0 ] && [ ! -s "$W/err" ]; then ok; else bad "demo plan: $(cat "$W/err")"; fi
+has demo-heavy "$W/p1/plan.json" '"gpus": ["h200x4-a:0", "h200x4-a:3"]'
+has demo-light "$W/p1/plan.json" '"gpus": ["h200x4-a:2", "h200x4-a:1"]'
+has demo-status "$W/p1/plan.json" '"status": "optimal"'
+has demo-uuids "$W/p1/env/h200x4-a.env" "CUDA_VISIBLE_DEVICES=GPU-a0000002-0000-4000-8000-000000000002,GPU-a0000001-0000-4000-8000-000000000001,GPU-a0000000-0000-4000-8000-000000000000,GPU-a0000003-0000-4000-8000-000000000003"
+has demo-launch "$W/p1/launch.txt" "--rdzv-backend=static"
+has demo-why "$W/out" "heaviest stage"
+drop=$(sed -n 's/.*"peak_temp_drop_c": \([0-9.-]*\).*/\1/p' "$W/p1/plan.json")
+if awk "BEGIN { exit !($drop > 3) }"; then ok; else bad "demo: peak drop $drop"; fi
+# identical inputs, identical bytes; a second run replaces a plan in place
+plan -o "$W/p2" --quiet
+if diff -r "$W/p1" "$W/p2" >/dev/null; then ok; else bad "plans differ"; fi
+plan -o "$W/p2" --quiet
+if diff -r "$W/p1" "$W/p2" >/dev/null; then ok; else bad "replaced plan differs"; fi
+if [ -z "$(ls -a "$W" | grep tmp-)" ]; then ok; else bad "temporary left: $(ls "$W")"; fi
+t check-ok 0 "" -- check --cluster $F/cluster.json --job $F/job-pp2-dp2.json --plan "$W/p1" --profile $F/profile.json
+has check-ok-text "$W/out" "ok: plan"
+for pol in identity greedy thermal; do
+	plan --policy policies/$pol.json -o "$W/pol-$pol" --quiet
+	t "check-$pol" 0 "" -- check --cluster $F/cluster.json --job $F/job-pp2-dp2.json --plan "$W/pol-$pol" --profile $F/profile.json
+done
+has identity-plan "$W/pol-identity/plan.json" '"moved_ranks": 0'
+
+# ---- hand-broken plans ---------------------------------------------------
+broken() { rm -rf "$W/b"; cp -r "$W/p1" "$W/b"; }
+chk() { t "$1" 4 "$2" -- check --cluster $F/cluster.json --job $F/job-pp2-dp2.json --plan "$W/b"; }
+E="$W/b/env/h200x4-a.env"
+broken
+sed -i 's/^CUDA_VISIBLE_DEVICES=\([^,]*\),\([^,]*\),/CUDA_VISIBLE_DEVICES=\2,\1,/' "$E"
+chk swapped-gpus "thermap: error: $W/b/plan.json: ranks[0].gpu_index: plan says 2, the env files give GPU 1"
+broken
+sed -i 's/^NODE_RANK=0/NODE_RANK=1/' "$E"
+chk node-rank "thermap: error: $E: NODE_RANK=1 is out of range or repeats another env file"
+broken
+sed -i '/^THERMAP_PLAN=/d' "$E"
+chk no-plan-id "thermap: error: $E: THERMAP_PLAN is not set"
+broken
+sed -i 's/^\(CUDA_VISIBLE_DEVICES=\)\([^,]*\),[^,]*,/\1\2,\2,/' "$E"
+chk twice "thermap: error: $E: CUDA_VISIBLE_DEVICES names GPU GPU-a0000002-0000-4000-8000-000000000002 twice"
+broken
+sed -i 's/^CUDA_VISIBLE_DEVICES=.*/CUDA_VISIBLE_DEVICES=0,1,2/' "$E"
+chk short "thermap: error: $E: CUDA_VISIBLE_DEVICES lists 3 GPUs; NPROC_PER_NODE is 4"
+broken
+sed -i 's/^CUDA_VISIBLE_DEVICES=GPU-a0000002/CUDA_VISIBLE_DEVICES=GPU-b0000002/' "$E"
+chk foreign-gpu "thermap: error: $E: CUDA_VISIBLE_DEVICES entry 0 (GPU-b0000002-0000-4000-8000-000000000002) is not a GPU of host h200x4-a"
+broken
+sed -i 's/^MASTER_ADDR=.*/MASTER_ADDR=elsewhere/' "$E"
+chk master "thermap: error: $E: MASTER_ADDR=elsewhere; node rank 0 is h200x4-a"
+broken
+sed -i 's/"rank": 0, \(.*\)"pp": 0/"rank": 0, \1"pp": 1/' "$W/b/plan.json"
+chk tampered-json "thermap: error: $W/b/plan.json: ranks[0].pp: plan says 1, the job's order gives 0"
+broken
+mv "$E" "$W/b/env/other.env"
+chk unknown-host "thermap: error: $W/b/env/other.env: host other is not in $F/cluster.json"
+broken
+t other-job 4 "thermap: error: $W/b/plan.json: inputs.job: the plan was made for another job file than $D/job-a10-tp2.json" -- check --cluster $F/cluster.json --job $D/job-a10-tp2.json --plan "$W/b"
+broken
+sed -i 's/"iteration_ms": 621.0807,/"iteration_ms": 600,/' "$W/b/plan.json"
+t prediction 4 "thermap: error: $W/b/plan.json: predicted.iteration_ms is 600.0000; the model gives 621.0807 for this placement" -- check --cluster $F/cluster.json --job $F/job-pp2-dp2.json --plan "$W/b" --profile $F/profile.json
+
+# ---- public topologies -----------------------------------------------------
+P=fixtures/public
+t dgx1-tp2 0 "" -- plan --cluster $P/dgx1-v100/cluster.json --profile $D/dgx1-profile.json --job $D/job-tp2pp4.json -o "$W/dgx1"
+t dgx1-check 0 "" -- check --cluster $P/dgx1-v100/cluster.json --job $D/job-tp2pp4.json --plan "$W/dgx1"
+has dgx1-nvlink "$W/out" "tp_nvlink holds"
+t a10-infeasible 5 "thermap: error: infeasible: tp_nvlink: tensor-parallel group (ranks 0,1) needs 2 GPUs joined by NVLink; host a10 has no such set; missing links: GPU0-GPU1 SYS, GPU0-GPU2 SYS, GPU0-GPU3 SYS, GPU1-GPU2 SYS, GPU1-GPU3 SYS, GPU2-GPU3 SYS" -- plan --cluster $P/a10-allsys/cluster.json --profile $D/a10-profile.json --job $D/job-a10-tp2.json -o "$W/a10"
+if [ ! -e "$W/a10" ]; then ok; else bad "infeasible plan left a directory"; fi
+t a10-identity 0 "" -- plan --cluster $P/a10-allsys/cluster.json --profile $D/a10-profile.json --job $D/job-a10-tp2.json --policy policies/identity.json -o "$W/a10"
+
+# ---- profile join ----------------------------------------------------------
+U=$D/h200x4-a-profile-no-gpu3.json
+t unprofiled 4 "thermap: error: $U: no entry for host h200x4-a GPU 3 (GPU-a0000003-0000-4000-8000-000000000003); profile every GPU or pass --allow-unprofiled" -- plan --cluster $F/cluster.json --profile $U --job $F/job-pp2-dp2.json -o "$W/u"
+t allow-unprofiled 0 "" -- plan --cluster $F/cluster.json --profile $U --job $F/job-pp2-dp2.json -o "$W/u" --allow-unprofiled
+has unprofiled-note "$W/u/plan.json" "host h200x4-a GPU 3 has no profile entry; treated as the worst profiled GPU"
+
+# ---- hostile inputs ----------------------------------------------------------
+head -c 300 $F/cluster.json >"$W/trunc.json"
+t truncated 4 "thermap: error: $W/trunc.json:13:4: '}' expected near end of file" -- plan --cluster "$W/trunc.json" --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/x"
+t dev-zero 4 "thermap: error: /dev/zero: not a regular file" -- plan --cluster $F/cluster.json --profile /dev/zero --job $F/job-pp2-dp2.json -o "$W/x"
+head -c 2000 /dev/urandom >"$W/noise.json"
+t noise 4 - -- plan --cluster "$W/noise.json" --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/x"
+if [ "$(wc -l <"$W/err")" = 1 ]; then ok; else bad "noise: not one line"; fi
+awk 'BEGIN { printf "{\"format\":\"thermap.cluster/1\",\"nodes\":"; for (i = 0; i < 100000; i++) printf "["; }' >"$W/deep.json"
+t deep 4 - -- plan --cluster "$W/deep.json" --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/x"
+printf '{"format":"thermap.job/1","parallel":{"pp":1e300}}' >"$W/huge.json"
+t huge-number 4 "thermap: error: $W/huge.json: parallel.pp: 1e+300 is out of range; expected an integer from 1 to 65536" -- plan --cluster $F/cluster.json --profile $F/profile.json --job "$W/huge.json" -o "$W/x"
+mkdir -p "$W/notplan" && echo keep >"$W/notplan/data"
+t not-a-plan-dir 2 "thermap: error: $W/notplan: exists and is not a thermap plan directory; refusing to replace it" -- plan --cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/notplan"
+has not-a-plan-kept "$W/notplan/data" "keep"
+if [ ! -e "$W/x" ]; then ok; else bad "a rejected input left $W/x"; fi
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,286 @@
+/*
+ * test_inputs.c — every rejection path of the four input loaders and of the
+ * profile join, each with its exact one-line message and exit code, plus
+ * the unknown-field warning. Cases are data: a document, the loader, and
+ * the message with FILE standing for the file name.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { CLUSTER, PROFILE, JOB, POLICY };
+
+typedef struct tcase {
+	int kind;
+	const char *doc;
+	const char *msg;   /* FILE is replaced by the file name */
+} tcase;
+
+#define C1 "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",\"NV2\"],[\"NV2\",\"X\"]]"
+#define J1 "{\"format\":\"thermap.job/1\",\"nproc_per_node\":2,\"schedule\":{\"kind\":\"1f1b\",\"microbatches\":4},"
+#define P1 "{\"format\":\"thermap.profile/1\",\"gpus\":["
+#define Q1 "{\"format\":\"thermap.policy/1\",\"name\":\"x\","
+
+static const tcase cases[] = {
+	/* documents in general */
+	{ CLUSTER, "{\"format\":", "FILE:1:10: unexpected token near end of file" },
+	{ CLUSTER, "[1,2]", "FILE: (top level): expected a JSON object" },
+	{ CLUSTER, "{}", "FILE: format: missing; expected \"thermap.cluster/1\"" },
+	{ CLUSTER, "{\"format\":3}", "FILE: format: expected the string \"thermap.cluster/1\"" },
+	{ CLUSTER, "{\"format\":\"thermap.job/1\"}", "FILE: format: \"thermap.job/1\" is not a thermap.cluster document (expected \"thermap.cluster/1\")" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/2\"}", "FILE: format: version \"2\" is not supported (expected \"thermap.cluster/1\")" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[],\"nodes\":[]}", "FILE:1:48: duplicate object key near '\"nodes\"'" },
+	{ CLUSTER, "\x01\x02garbage", "FILE:1:1: '[' or '{' expected near '\x01'" },
+	/* cluster */
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\"}", "FILE: nodes: missing; expected an array" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[]}", "FILE: nodes: expected 1 to 65536 nodes" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[3]}", "FILE: nodes[0]: expected a node object" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{}]}", "FILE: nodes[0].host: missing; expected a string" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a;rm -rf\"}]}", "FILE: nodes[0].host: \"a;rm -rf\" is not a usable host name; expected letters, digits, '.', '-' and '_'" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[]}]}", "FILE: nodes[0].gpus: expected 1 to 1024 GPUs" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":-1}]}]}", "FILE: nodes[0].gpus[0].index: -1 is out of range; expected an integer from 0 to 65535" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0.5}]}]}", "FILE: nodes[0].gpus[0].index: 0.5 is not an integer; expected an integer from 0 to 65535" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0,\"uuid\":\"x\"}]}]}", "FILE: nodes[0].gpus[0].uuid: \"x\" is not a GPU UUID; expected \"GPU-\" or \"MIG-\" and hex digits" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0,\"pci_bus_id\":\"06.0\"}]}]}", "FILE: nodes[0].gpus[0].pci_bus_id: \"06.0\" is not a PCI bus id; expected like \"00000000:00:06.0\"" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":0}]}]}", "FILE: nodes[0].gpus[1].index: 0 repeats gpus[0]" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}]}]}", "FILE: nodes[0].links: missing; expected an array" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",\"NV2\"]]}]}", "FILE: nodes[0].links: has 1 rows; expected 2 (one per GPU)" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",\"NV2\"],[\"NV2\"]]}]}", "FILE: nodes[0].links[1]: expected an array of 2 link codes" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",\"FOO\"],[\"NV2\",\"X\"]]}]}", "FILE: nodes[0].links[0][1]: \"FOO\" is not a link code; expected X, NV#, PIX, PXB, PHB, NODE or SYS" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"NV2\",\"NV2\"],[\"NV2\",\"X\"]]}]}", "FILE: nodes[0].links[0][0]: expected \"X\" on the diagonal" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",\"NV2\"],[\"SYS\",\"X\"]]}]}", "FILE: nodes[0].links[1][0]: is SYS but links[0][1] is NV2; expected a symmetric matrix" },
+	{ CLUSTER, C1 ",\"link_gb_per_s\":-3}]}", "FILE: nodes[0].link_gb_per_s: expected a bandwidth above 0 and at most 100000 GB/s" },
+	{ CLUSTER, C1 ",\"net_gb_per_s\":\"fast\"}]}", "FILE: nodes[0].net_gb_per_s: expected a number from 0.001 to 100000" },
+	{ CLUSTER, C1 "},{\"host\":\"a\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]]}]}", "FILE: nodes[1].host: \"a\" repeats nodes[0]" },
+	/* profile */
+	{ PROFILE, "{\"format\":\"thermap.profile/1\"}", "FILE: gpus: missing; expected an array" },
+	{ PROFILE, P1 "{\"host\":\"a\"}]}", "FILE: gpus[0]: names no GPU; expected a uuid, a pci_bus_id or an index" },
+	{ PROFILE, P1 "{\"index\":0,\"derate\":0.9}]}", "FILE: gpus[0].derate: 0.9 is out of range; expected a number from 1 to 100" },
+	{ PROFILE, P1 "{\"index\":0,\"r_c_per_w\":-0.1}]}", "FILE: gpus[0].r_c_per_w: -0.1 is out of range; expected a number from 0 to 10" },
+	{ PROFILE, P1 "{\"index\":0,\"temp_load_c\":\"hot\"}]}", "FILE: gpus[0].temp_load_c: expected a number from -50 to 200" },
+	{ PROFILE, P1 "{\"index\":0,\"pci_bus_id\":\"nope\"}]}", "FILE: gpus[0].pci_bus_id: \"nope\" is not a PCI bus id; expected like \"00000000:00:06.0\"" },
+	/* job */
+	{ JOB, "{\"format\":\"thermap.job/1\"}", "FILE: parallel: missing; expected an object" },
+	{ JOB, J1 "\"parallel\":{\"tp\":0}}", "FILE: parallel.tp: 0 is out of range; expected an integer from 1 to 65536" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2,\"order\":\"tp-xx-pp\"}}", "FILE: parallel.order: \"xx\" is not a dimension; expected tp, cp, ep, dp or pp" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2,\"dp\":2,\"order\":\"tp-pp\"}}", "FILE: parallel.order: \"tp-pp\" leaves out dp, whose size is 2" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2,\"order\":\"pp-pp\"}}", "FILE: parallel.order: names pp twice" },
+	{ JOB, J1 "\"parallel\":{\"dp\":3,\"ep\":2}}", "FILE: parallel.ep: 2 does not divide dp 3 (Megatron-Core folds expert parallelism into data parallelism)" },
+	{ JOB, J1 "\"parallel\":{\"dp\":4,\"ep\":2,\"order\":\"tp-ep-cp-dp-pp\"}}", "FILE: parallel.order: \"tp-ep-cp-dp-pp\": ep must sit next to dp (Megatron-Core splits dp into ep groups)" },
+	{ JOB, "{\"format\":\"thermap.job/1\",\"nproc_per_node\":4,\"parallel\":{\"pp\":2}}", "FILE: nproc_per_node: 4 does not divide the world size 2 (tp·cp·dp·pp)" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"schedule\":{\"kind\":\"zb\",\"microbatches\":4}}", "FILE:1:119: duplicate object key near '\"schedule\"'" },
+	{ JOB, "{\"format\":\"thermap.job/1\",\"nproc_per_node\":2,\"parallel\":{\"pp\":2},\"schedule\":{\"kind\":\"zb\",\"microbatches\":4}}", "FILE: schedule.kind: \"zb\" is not a schedule; expected \"1f1b\", \"interleaved\" or \"gpipe\"" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2}]}", "FILE: stages: has 1 entries; expected pp·vpp = 2" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2},{\"fwd_ms\":1}]}", "FILE: stages[1].bwd_ms: missing; a measured stage gives both fwd_ms and bwd_ms" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2},{}]}", "FILE: stages[1]: expected either fwd_ms and bwd_ms, or layers" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2,\"extra_fwd_ms\":1},{\"layers\":2}]}", "FILE: stages[0]: gives fwd_ms/bwd_ms and extra_*_ms; extras apply only to layers × layer_*_ms" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"layers\":2},{\"layers\":2}]}", "FILE: layer_fwd_ms: missing; stages given by layers need layer_fwd_ms and layer_bwd_ms" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":0,\"bwd_ms\":0},{\"layers\":2}],\"layer_fwd_ms\":1,\"layer_bwd_ms\":2}", "FILE: stages[0]: does no work (forward + backward is 0 ms); expected a positive time" },
+	/* policy */
+	{ POLICY, "{\"format\":\"thermap.policy/1\",\"name\":\"x\"}", "FILE: method: missing; expected a string" },
+	{ POLICY, Q1 "\"method\":\"simplex\"}", "FILE: method: \"simplex\" is not a method; expected \"ilp\", \"greedy\", \"identity\" or \"brute\"" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"speed\"]}}", "FILE: objective.order: entry 0: expected \"time\", \"peak_temp\" or \"moves\"" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"time\",\"time\"]}}", "FILE: objective.order: names \"time\" twice" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"tolerance\":2}}", "FILE: objective.tolerance: 2 is out of range; expected a number from 0 to 1" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"constraints\":{\"tp_nvlink\":1}}", "FILE: constraints.tp_nvlink: expected true or false" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"constraints\":{\"rebalance_layers\":true}}", "FILE: constraints.rebalance_layers: true is not supported by this version of thermap; expected false" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"solver\":{\"time_limit_s\":0}}", "FILE: solver.time_limit_s: 0 is out of range; expected a number from 0.001 to 1e+06" },
+};
+
+static char tmpdir[64];
+
+static char *write_doc(const char *doc)
+{
+	char *path = xmalloc(128);
+	FILE *f;
+	snprintf(path, 128, "%s/in.json", tmpdir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(doc, f);
+	fclose(f);
+	return path;
+}
+
+static int load(int kind, const char *path, tm_error *e)
+{
+	tm_cluster *c = NULL;
+	tm_profile *p = NULL;
+	tm_job *j = NULL;
+	tm_policy *pol = NULL;
+	int rc;
+	switch (kind) {
+	case CLUSTER: rc = tm_cluster_load(path, &c, e); break;
+	case PROFILE: rc = tm_profile_load(path, &p, e); break;
+	case JOB: rc = tm_job_load(path, &j, e); break;
+	default: rc = tm_policy_load(path, &pol, e); break;
+	}
+	tm_cluster_free(c);
+	tm_profile_free(p);
+	tm_job_free(j);
+	tm_policy_free(pol);
+	return rc;
+}
+
+static void expect(const char *msg, const char *path, const char *got)
+{
+	char want[2048];
+	const char *f = strstr(msg, "FILE");
+	snprintf(want, sizeof want, "%.*s%s%s", (int)(f - msg), msg, path, f + 4);
+	assert_string_equal(got, want);
+}
+
+static void test_rejections(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *path = write_doc(cases[i].doc);
+		tm_error e = { 0, "" };
+		int rc = load(cases[i].kind, path, &e);
+		if (rc != TM_EINPUT)
+			print_error("case %zu: rc %d: %s\n", i, rc, e.msg);
+		assert_int_equal(rc, TM_EINPUT);
+		expect(cases[i].msg, path, e.msg);
+		free(path);
+	}
+}
+
+static void test_files(void **state)
+{
+	tm_error e = { 0, "" };
+	tm_cluster *c = NULL;
+	char msg[256];
+	(void)state;
+	assert_int_equal(tm_cluster_load("/nonexistent/c.json", &c, &e),
+	                 TM_EINPUT);
+	assert_string_equal(e.msg, "/nonexistent/c.json: cannot open: No such "
+	                    "file or directory");
+	e.code = 0;
+	assert_int_equal(tm_cluster_load(tmpdir, &c, &e), TM_EINPUT);
+	snprintf(msg, sizeof msg, "%s: not a regular file", tmpdir);
+	assert_string_equal(e.msg, msg);
+	e.code = 0;
+	assert_int_equal(tm_cluster_load("/dev/zero", &c, &e), TM_EINPUT);
+	assert_string_equal(e.msg, "/dev/zero: not a regular file");
+}
+
+static char warned[4][512];
+static int nwarned;
+
+static void on_warn(void *ud, const char *msg)
+{
+	(void)ud;
+	if (nwarned < 4)
+		snprintf(warned[nwarned++], sizeof warned[0], "%s", msg);
+}
+
+static void test_unknown_field_warning(void **state)
+{
+	char *path = write_doc("{\"format\":\"thermap.cluster/1\",\"nodes\":[{"
+	                       "\"host\":\"a\",\"gpu\":1,\"gpus\":[{\"index\":0,"
+	                       "\"colour\":1}],\"links\":[[\"X\"]]}]}");
+	tm_cluster *c = NULL;
+	tm_error e = { 0, "" };
+	char want[512];
+	(void)state;
+	tm_set_warn(on_warn, NULL);
+	assert_int_equal(tm_cluster_load(path, &c, &e), 0);
+	tm_set_warn(NULL, NULL);
+	assert_int_equal(nwarned, 2);
+	snprintf(want, sizeof want, "%s: nodes[0].gpu: unknown field; did you "
+	         "mean \"gpus\"?", path);
+	assert_string_equal(warned[0], want);
+	snprintf(want, sizeof want, "%s: nodes[0].gpus[0].colour: unknown field, "
+	         "ignored", path);
+	assert_string_equal(warned[1], want);
+	tm_cluster_free(c);
+	free(path);
+}
+
+/* The profile join: ambiguity, a missing GPU, no thermal model. */
+static void test_join(void **state)
+{
+	static const char *const profiles[][2] = {
+		{ P1 "{\"host\":\"a\",\"index\":0,\"temp_idle_c\":30,\"temp_load_c\":60},"
+		  "{\"host\":\"a\",\"index\":0,\"temp_idle_c\":30,\"temp_load_c\":60}]}",
+		  "FILE: gpus[0] and gpus[1] both describe host a GPU 0" },
+		{ P1 "{\"host\":\"a\",\"index\":0,\"temp_idle_c\":30,\"temp_load_c\":60}]}",
+		  "FILE: no entry for host a GPU 1 (known by index only); profile "
+		  "every GPU or pass --allow-unprofiled" },
+		{ P1 "{\"host\":\"a\",\"index\":0,\"temp_idle_c\":30},"
+		  "{\"host\":\"a\",\"index\":1,\"temp_idle_c\":30,\"temp_load_c\":60}]}",
+		  "FILE: gpus[0]: no thermal model; expected ambient_c, r_c_per_w, "
+		  "power_idle_w and power_load_w, or temp_idle_c and temp_load_c" },
+	};
+	char cpath[128];
+	FILE *f;
+	tm_cluster *c = NULL;
+	tm_job *j = NULL;
+	tm_policy *pol = NULL;
+	tm_error e = { 0, "" };
+	(void)state;
+
+	snprintf(cpath, sizeof cpath, "%s/c.json", tmpdir);
+	f = fopen(cpath, "w");
+	fputs(C1 "}]}", f);
+	fclose(f);
+	assert_int_equal(tm_cluster_load(cpath, &c, &e), 0);
+	{
+		char *jp = write_doc(J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,"
+		                     "\"bwd_ms\":2},{\"fwd_ms\":1,\"bwd_ms\":2}]}");
+		assert_int_equal(tm_job_load(jp, &j, &e), 0);
+		free(jp);
+	}
+	assert_int_equal(tm_policy_default(&pol, &e), 0);
+	for (size_t i = 0; i < 3; i++) {
+		char *path = write_doc(profiles[i][0]);
+		tm_profile *p = NULL;
+		tm_problem *pb = NULL;
+		e.code = 0;
+		assert_int_equal(tm_profile_load(path, &p, &e), 0);
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e),
+		                 TM_EINPUT);
+		expect(profiles[i][1], path, e.msg);
+		tm_profile_free(p);
+		free(path);
+	}
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_cluster_free(c);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/thermap-test-XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char path[128];
+	(void)state;
+	snprintf(path, sizeof path, "%s/in.json", tmpdir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/c.json", tmpdir);
+	unlink(path);
+	rmdir(tmpdir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_unknown_field_warning),
+		cmocka_unit_test(test_join),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

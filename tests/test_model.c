@@ -1,0 +1,340 @@
+/*
+ * test_model.c — the model and the solvers against closed forms: a
+ * hand-computed iteration time and temperature, Megatron-Core rank
+ * coordinates, the sorted pairing that is optimal with uniform links and
+ * tp=1, invariance of the optimum under a permutation of the input GPUs,
+ * greedy never worse than identity, and infeasibility messages.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testlib.h"
+
+static tm_policy *policy(int method)
+{
+	tm_policy *pol = NULL;
+	tm_error e = { 0, "" };
+	assert_int_equal(tm_policy_default(&pol, &e), 0);
+	pol->method = method;
+	return pol;
+}
+
+static void test_megatron_coords(void **state)
+{
+	/* tp2 pp2 dp2, order tp-cp-ep-dp-pp: tp fastest, then dp, then pp */
+	tm_job *j = tl_job(8, 8, 2, 2, 1, true, true);
+	static const int want[8][3] = { /* tp, dp, pp */
+		{ 0, 0, 0 }, { 1, 0, 0 }, { 0, 1, 0 }, { 1, 1, 0 },
+		{ 0, 0, 1 }, { 1, 0, 1 }, { 0, 1, 1 }, { 1, 1, 1 },
+	};
+	(void)state;
+	for (int r = 0; r < 8; r++) {
+		int c[TM_NDIM];
+		tm_job_coords(j, r, c);
+		assert_int_equal(c[TM_TP], want[r][0]);
+		assert_int_equal(c[TM_DP], want[r][1]);
+		assert_int_equal(c[TM_PP], want[r][2]);
+	}
+	/* ep=2 inside dp=4, ep next to dp and faster: dp index = ep + 2·outer */
+	j->size[TM_TP] = 1;
+	j->size[TM_PP] = 2;
+	j->size[TM_DP] = 4;
+	j->size[TM_EP] = 2;
+	for (int r = 0; r < 8; r++) {
+		int c[TM_NDIM];
+		tm_job_coords(j, r, c);
+		assert_int_equal(c[TM_EP], r % 2);
+		assert_int_equal(c[TM_DP], r % 4);
+		assert_int_equal(c[TM_PP], r / 4);
+	}
+	tm_job_free(j);
+}
+
+/* Two stages, two GPUs, numbers small enough to check by hand. */
+static void test_hand_computed(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 2, 3);
+	tm_profile *p = tl_profile(c, true);
+	tm_job *j = tl_job(2, 2, 1, 2, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_IDENTITY);
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	tm_eval ev;
+	int flat[2] = { 0, 1 };
+	double hop, t;
+	(void)state;
+
+	j->microbatches = 4;
+	j->stages[0].fwd_ms = 1;
+	j->stages[0].bwd_ms = 2;    /* w0 = 3 */
+	j->stages[1].fwd_ms = 2;
+	j->stages[1].bwd_ms = 4;    /* w1 = 6 */
+	j->stages[0].act_mib = 100;
+	p->gpus[0].derate = 1.0;
+	p->gpus[1].derate = 1.5;
+	for (int g = 0; g < 2; g++) {
+		p->gpus[g].ambient_c = 30;
+		p->gpus[g].r_c_per_w = 0.05;
+		p->gpus[g].power_idle_w = 100;
+		p->gpus[g].power_load_w = 500;
+	}
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	/* NV2 on V100: 50 GB/s; 2·100 MiB forward and backward */
+	hop = 2 * 100 * 1048576.0 / (50e9) * 1e3;
+	assert_true(fabs(tm_hop_ms(pb, 100, 0, 1) - hop) < 1e-9);
+	/* t0 = 3·1.0, t1 = 6·1.5 = 9; T = 3 + 9 + hop + (4 − 1)·9 */
+	t = tm_eval_flat(pb, flat, 0, &ev);
+	assert_true(fabs(t - (3 + 9 + hop + 27)) < 1e-9);
+	/* GPU 1 busy 4·6·1.5/T, P = 100 + busy·400, temp = 30 + 0.05·P */
+	assert_true(fabs(tm_rank_temp(pb, 1, 1, t) -
+	                 (30 + 0.05 * (100 + 4 * 9 / t * 400))) < 1e-9);
+	assert_true(fabs(ev.peak_temp_c - fmax(tm_rank_temp(pb, 0, 0, t),
+	                                       tm_rank_temp(pb, 1, 1, t))) < 1e-12);
+	/* swapped: heavy stage on the fast GPU is faster */
+	flat[0] = 1;
+	flat[1] = 0;
+	assert_true(tm_eval_flat(pb, flat, 0, &ev) < t);
+	tm_problem_free(pb);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Uniform links, tp=1, one stage per GPU: the k-th heaviest stage on the
+ * k-th fastest GPU minimises both the sum and the bottleneck, so it is the
+ * optimum of the time criterion. */
+static void test_sorted_pairing(void **state)
+{
+	(void)state;
+	tl_state = 12345;
+	for (int it = 0; it < 60; it++) {
+		int n = tl_int(2, 8);
+		tm_cluster *c = tl_cluster(1, n, 3);
+		tm_profile *p = tl_profile(c, false);
+		tm_job *j = tl_job(n, n, 1, n, 1, true, false);
+		tm_policy *pol = policy(TM_METHOD_ILP);
+		tm_problem *pb = NULL;
+		tm_solution sol;
+		tm_error e = { 0, "" };
+		double w[8], d[8], sum = 0, mx = 0, want;
+
+		for (int s = 0; s < n; s++) {
+			j->stages[s].act_mib = 0;
+			w[s] = j->stages[s].fwd_ms + j->stages[s].bwd_ms;
+			p->gpus[s].derate = 1 + tl_unif(0, 0.3);
+			d[s] = p->gpus[s].derate;
+		}
+		pol->ncrit = 1;
+		pol->tolerance = 0;
+		qsort(w, (size_t)n, sizeof(double), cmp_dbl);
+		qsort(d, (size_t)n, sizeof(double), cmp_dbl);
+		for (int s = 0; s < n; s++) {
+			double t = w[s] * d[n - 1 - s];
+			sum += t;
+			mx = fmax(mx, t);
+		}
+		want = sum + (j->microbatches - 1) * mx;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_solve(pb, &sol, &e), 0);
+		assert_true(fabs(sol.ev.iteration_ms - want) < 1e-6 * want);
+		assert_string_equal(sol.status, "optimal");
+		tm_solution_clear(&sol);
+		tm_problem_free(pb);
+		tm_policy_free(pol);
+		tm_job_free(j);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+	}
+}
+
+/* Reordering the GPUs of the cluster file (indices and links travel with
+ * them) leaves every optimal criterion value unchanged. */
+static void test_permutation_invariance(void **state)
+{
+	(void)state;
+	tl_state = 777;
+	for (int it = 0; it < 40; it++) {
+		int n = tl_int(3, 7), perm[8];
+		tm_cluster *c = tl_cluster(1, n, tl_int(0, 2));
+		tm_profile *p = tl_profile(c, false);
+		tm_job *j = tl_job(n, n, 1, tl_int(0, 1) ? n : 1, 1, true, false);
+		tm_cluster *c2 = tl_cluster(1, n, 3);
+		tm_policy *pol = policy(TM_METHOD_ILP);
+		tm_problem *pb = NULL, *pb2 = NULL;
+		tm_solution a, b;
+		tm_error e = { 0, "" };
+		tm_node *x = &c->nodes[0], *y = &c2->nodes[0];
+
+		for (int i = 0; i < n; i++)
+			perm[i] = i;
+		for (int i = n - 1; i > 0; i--) {
+			int k = tl_int(0, i), t = perm[i];
+			perm[i] = perm[k];
+			perm[k] = t;
+		}
+		/* position i of c2 holds GPU perm[i] of c */
+		for (int i = 0; i < n; i++) {
+			y->gpus[i].index = x->gpus[perm[i]].index;
+			for (int k = 0; k < n; k++) {
+				y->link[i * n + k] = x->link[perm[i] * n + perm[k]];
+				y->nv[i * n + k] = x->nv[perm[i] * n + perm[k]];
+				y->bw[i * n + k] = x->bw[perm[i] * n + perm[k]];
+			}
+		}
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_problem_new(c2, p, j, pol, false, &pb2, &e), 0);
+		assert_int_equal(tm_solve(pb, &a, &e), 0);
+		assert_int_equal(tm_solve(pb2, &b, &e), 0);
+		for (int k = 0; k < pb->ncrit; k++)
+			assert_true(fabs(a.best[k] - b.best[k]) <=
+			            1e-6 * (1 + fabs(a.best[k])));
+		tm_solution_clear(&a);
+		tm_solution_clear(&b);
+		tm_problem_free(pb);
+		tm_problem_free(pb2);
+		tm_policy_free(pol);
+		tm_job_free(j);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+		tm_cluster_free(c2);
+	}
+}
+
+static void test_greedy_not_worse(void **state)
+{
+	(void)state;
+	tl_state = 4242;
+	for (int it = 0; it < 100; it++) {
+		int n = tl_int(2, 8);
+		tm_cluster *c = tl_cluster(1, n, tl_int(0, 3));
+		tm_profile *p = tl_profile(c, false);
+		tm_job *j = tl_job(n, n, 1, n, 1, true, false);
+		tm_policy *pol = policy(TM_METHOD_GREEDY);
+		tm_problem *pb = NULL;
+		tm_solution s;
+		tm_error e = { 0, "" };
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_solve(pb, &s, &e), 0);
+		assert_false(tm_eval_better(pb, &s.baseline, &s.ev));
+		tm_solution_clear(&s);
+		tm_problem_free(pb);
+		tm_policy_free(pol);
+		tm_job_free(j);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+	}
+}
+
+static void test_infeasible_tp_nvlink(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 4, 2);
+	tm_profile *p = tl_profile(c, true);
+	tm_job *j = tl_job(4, 4, 2, 2, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_ILP);
+	tm_problem *pb = NULL;
+	tm_solution s;
+	tm_error e = { 0, "" };
+	tm_node *n = &c->nodes[0];
+	(void)state;
+
+	for (int i = 0; i < 16; i++)
+		if (n->link[i] != TM_LINK_X) {
+			n->link[i] = TM_LINK_SYS;
+			n->nv[i] = 0;
+		}
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_int_equal(tm_solve(pb, &s, &e), TM_EINFEASIBLE);
+	assert_string_equal(e.msg, "infeasible: tp_nvlink: tensor-parallel group "
+	                    "(ranks 0,1) needs 2 GPUs joined by NVLink; host h0 "
+	                    "has no such set; missing links: GPU0-GPU1 SYS, "
+	                    "GPU0-GPU2 SYS, GPU0-GPU3 SYS, GPU1-GPU2 SYS, "
+	                    "GPU1-GPU3 SYS, GPU2-GPU3 SYS");
+	tm_solution_clear(&s);
+	tm_problem_free(pb);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+}
+
+static void test_too_few_hosts(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 4, 0);
+	tm_profile *p = tl_profile(c, true);
+	tm_job *j = tl_job(8, 4, 1, 2, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_ILP);
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	(void)state;
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e),
+	                 TM_EINFEASIBLE);
+	assert_string_equal(e.msg, "infeasible: the job needs 2 node(s) of 4 GPUs "
+	                    "(8 ranks); cluster.json has 1 host(s) with at least "
+	                    "4 GPUs");
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+}
+
+static void test_pci_normalise(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "00000000:00:06.0", "0000:00:06.0" },
+		{ "0000:00:06.0", "0000:00:06.0" },
+		{ "00:06.0", "0000:00:06.0" },
+		{ "0000:3B:00.0", "0000:3b:00.0" },
+		{ "00000001:AF:1F.7", "0001:af:1f.7" },
+	};
+	static const char *const bad[] = { "", "06.0", "0000:00:06", "x:y:z.0",
+		"0000:00:20.0", "0000:00:06.8", "0000:100:06.0", "-1:00:06.0" };
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *s = tm_normalise_pci(cases[i][0]);
+		assert_non_null(s);
+		assert_string_equal(s, cases[i][1]);
+		free(s);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_null(tm_normalise_pci(bad[i]));
+}
+
+/* The built-in policy is byte for byte policies/thermal.json. */
+static void test_default_policy_is_file(void **state)
+{
+	extern const char tm_default_policy_text[];
+	char *text = NULL;
+	size_t len;
+	tm_error e = { 0, "" };
+	(void)state;
+	assert_int_equal(tm_read_file("policies/thermal.json", 1 << 20, &text,
+	                              &len, &e), 0);
+	assert_string_equal(text, tm_default_policy_text);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_megatron_coords),
+		cmocka_unit_test(test_hand_computed),
+		cmocka_unit_test(test_sorted_pairing),
+		cmocka_unit_test(test_permutation_invariance),
+		cmocka_unit_test(test_greedy_not_worse),
+		cmocka_unit_test(test_infeasible_tp_nvlink),
+		cmocka_unit_test(test_too_few_hosts),
+		cmocka_unit_test(test_pci_normalise),
+		cmocka_unit_test(test_default_policy_is_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

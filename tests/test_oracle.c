@@ -1,0 +1,190 @@
+/*
+ * test_oracle.c — the ILP against brute force over every placement torchrun
+ * can express, on random single-host instances (2–8 GPUs, random derates,
+ * thermal fits, stage costs and activations, tp ∈ {1,2}, DGX-1-like and
+ * random NVLink matrices, both order strings, several policies) and a set of
+ * two-host instances. Every criterion of the lexicographic objective must
+ * agree, and every ILP answer must satisfy the constraints.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "testlib.h"
+
+#define SINGLE_HOST_CASES 520
+#define TWO_HOST_CASES 40
+
+static int divisors(int n, int *out)
+{
+	int k = 0;
+	for (int d = 1; d <= n; d++)
+		if (n % d == 0)
+			out[k++] = d;
+	return k;
+}
+
+static bool close_to(double a, double b)
+{
+	return fabs(a - b) <= 1e-6 * (1 + fabs(a) + fabs(b));
+}
+
+/* Solves one instance both ways; returns 1 if it was feasible. */
+static int compare(tm_cluster *c, tm_profile *p, tm_job *j, tm_policy *pol,
+                   int id)
+{
+	tm_problem *pb = NULL;
+	tm_solution a, b;
+	tm_error ea = { 0, "" }, eb = { 0, "" }, e0 = { 0, "" };
+	int ra, rb, *flat;
+	char why[256];
+
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	if (getenv("TM_DEBUG_CASE") && atoi(getenv("TM_DEBUG_CASE")) == id)
+		fprintf(stderr, "case %d: hosts %d gpus %d world %d nproc %d tp %d pp %d vpp %d dp %d m %d tol %g tpnv %d ppnv %d maxT %g maxmv %d crit %d,%d,%d ncrit %d\n", id, c->nnodes, c->nodes[0].ngpus, j->world, j->nproc_per_node, j->size[TM_TP], j->size[TM_PP], j->vpp, j->size[TM_DP], j->microbatches, pol->tolerance, pol->tp_nvlink, pol->pp_nvlink, pol->max_temp_c, pol->max_moves, pol->crit[0], pol->crit[1], pol->crit[2], pol->ncrit);
+	if (tm_problem_new(c, p, j, pol, false, &pb, &e0)) {
+		print_error("case %d: problem: %s\n", id, e0.msg);
+		fail();
+	}
+	pol->method = TM_METHOD_ILP;
+	ra = tm_solve(pb, &a, &ea);
+	pol->method = TM_METHOD_BRUTE;
+	rb = tm_solve(pb, &b, &eb);
+	if (ra != rb) {
+		print_error("case %d: ilp rc %d (%s), brute rc %d (%s)\n", id, ra,
+		            ea.msg, rb, eb.msg);
+		fail();
+	}
+	if (ra == 0) {
+		flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		tm_placement_to_flat(pb, a.pl, flat);
+		if (!tm_constraints_ok(pb, flat, a.t_ref_ms, why, sizeof why)) {
+			print_error("case %d: ilp plan violates: %s\n", id, why);
+			fail();
+		}
+		free(flat);
+		assert_string_equal(a.status, "optimal");
+		if (!close_to(a.t_ref_ms, b.t_ref_ms)) {
+			print_error("case %d: reference time ilp %.9f brute %.9f\n", id,
+			            a.t_ref_ms, b.t_ref_ms);
+			fail();
+		}
+		for (int k = 0; k < pb->ncrit; k++) {
+			/* each phase's optimum agrees; the final placement keeps every
+			 * criterion within its tolerance of that optimum */
+			double x = a.best[k], y = b.best[k];
+			double fin = tm_crit_value(&a.ev, pb->crit[k]);
+			if (fin > tm_crit_bound(pb, pb->crit[k], y) + 1e-6) {
+				print_error("case %d: criterion %d: final %.9f is beyond "
+				            "the tolerance of %.9f\n", id, pb->crit[k], fin, y);
+				fail();
+			}
+			if (!close_to(x, y)) {
+				print_error("case %d: criterion %d (%d of %d): ilp %.9f "
+				            "brute %.9f\n", id, pb->crit[k], k, pb->ncrit, x,
+				            y);
+				fail();
+			}
+		}
+	} else {
+		assert_int_equal(ra, TM_EINFEASIBLE);
+	}
+	tm_solution_clear(&a);
+	tm_solution_clear(&b);
+	tm_problem_free(pb);
+	return ra == 0;
+}
+
+static void random_policy(tm_policy *pol, int tp)
+{
+	static const double tols[] = { 0, 0.01, 0.05 };
+	int kind = tl_int(0, 3);
+	pol->tolerance = tols[tl_int(0, 2)];
+	pol->tp_nvlink = tp > 1 && tl_int(0, 3) != 0;
+	pol->pp_nvlink = tl_int(0, 9) == 0;
+	pol->max_temp_c = tl_int(0, 9) == 0 ? tl_unif(40, 60) : NAN;
+	pol->max_moves = tl_int(0, 9) == 0 ? tl_int(0, 3) : -1;
+	pol->ncrit = kind == 3 ? 1 : 2;
+	pol->crit[0] = kind == 2 ? TM_CRIT_PEAK : TM_CRIT_TIME;
+	pol->crit[1] = kind == 2 ? TM_CRIT_TIME : TM_CRIT_PEAK;
+}
+
+static void test_single_host(void **state)
+{
+	int feasible = 0, eight = 0;
+	(void)state;
+	tl_state = 0x9e3779b97f4a7c15ull;
+	for (int id = 0; id < SINGLE_HOST_CASES; id++) {
+		int n = tl_int(2, 8), nproc, tp, pp, vpp = 1, dv[16], nd;
+		tm_cluster *c = tl_cluster(1, n, tl_int(0, 2));
+		tm_profile *p = tl_profile(c, false);
+		tm_policy *pol = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+
+		/* nproc ≤ n: sometimes GPUs stay free for the planner to skip */
+		nproc = tl_int(0, 3) ? n : tl_int(2, n);
+		tp = nproc % 2 == 0 && tl_int(0, 1) ? 2 : 1;
+		nd = divisors(nproc / tp, dv);
+		pp = dv[tl_int(0, nd - 1)];
+		if (pp > 1 && tl_int(0, 5) == 0)
+			vpp = 2;
+		j = tl_job(nproc, nproc, tp, pp, vpp, tl_int(0, 1), false);
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		random_policy(pol, tp);
+		feasible += compare(c, p, j, pol, id);
+		eight += n == 8 && nproc == 8;
+		tm_policy_free(pol);
+		tm_job_free(j);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+	}
+	print_message("single host: %d instances, %d feasible, %d with 8 of 8 "
+	              "GPUs\n", SINGLE_HOST_CASES, feasible, eight);
+	assert_true(feasible > SINGLE_HOST_CASES * 3 / 4);
+	assert_true(eight > 20);
+}
+
+static void test_two_hosts(void **state)
+{
+	int feasible = 0;
+	(void)state;
+	tl_state = 0x2545f4914f6cdd1dull;
+	for (int id = 0; id < TWO_HOST_CASES; id++) {
+		int nh = tl_int(2, 3), n = nh == 3 ? 2 : tl_int(2, 3);
+		int nproc = tl_int(1, n), nnodes = tl_int(1, nh);
+		int world = nproc * nnodes, tp = 1, pp, dv[16], nd;
+		tm_cluster *c = tl_cluster(nh, n, tl_int(0, 2));
+		tm_profile *p = tl_profile(c, false);
+		tm_policy *pol = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+
+		nd = divisors(world, dv);
+		pp = dv[tl_int(0, nd - 1)];
+		j = tl_job(world, nproc, tp, pp, 1, tl_int(0, 1), false);
+		c->nodes[1].net_gb_per_s = 50;
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		random_policy(pol, tp);
+		feasible += compare(c, p, j, pol, 10000 + id);
+		tm_policy_free(pol);
+		tm_job_free(j);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+	}
+	print_message("multi host: %d instances, %d feasible\n", TWO_HOST_CASES,
+	              feasible);
+	assert_true(feasible > TWO_HOST_CASES / 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_single_host),
+		cmocka_unit_test(test_two_hosts),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
