@@ -157,25 +157,82 @@ static int link_fail(const chk *K, const char *what, int a, int b)
 	               y->gpus[K->gpu[b]].index);
 }
 
-/* tp_nvlink and pp_nvlink, as recorded in plan.json. */
+static bool same_but(const chk *K, int a, int b, int dim)
+{
+	for (int d = 0; d < TM_NDIM; d++)
+		if (d != dim && K->coord[a][d] != K->coord[b][d])
+			return false;
+	return true;
+}
+
+/* tp_nvlink and pp_nvlink as recorded in plan.json; pipeline hops are the
+ * chunk-to-chunk transfers that carry activations (act_mib > 0). */
 static int check_links(const chk *K, json_t *cons)
 {
 	const tm_job *j = K->j;
+	int pp = j->size[TM_PP];
 	bool tpn = json_is_true(json_object_get(cons, "tp_nvlink"));
 	bool ppn = json_is_true(json_object_get(cons, "pp_nvlink"));
-	for (int a = 0; a < j->world; a++)
-		for (int b = a + 1; b < j->world; b++) {
-			int same = 0, d;
-			for (d = 0; d < TM_NDIM; d++)
-				same += K->coord[a][d] == K->coord[b][d];
-			if (tpn && same == TM_NDIM - 1 &&
-			    K->coord[a][TM_TP] != K->coord[b][TM_TP] && !nvl(K, a, b))
+	for (int a = 0; tpn && a < j->world; a++)
+		for (int b = a + 1; b < j->world; b++)
+			if (same_but(K, a, b, TM_TP) && !nvl(K, a, b))
 				return link_fail(K, "tp_nvlink", a, b);
-			if (ppn && same == TM_NDIM - 1 &&
-			    abs(K->coord[a][TM_PP] - K->coord[b][TM_PP]) == 1 &&
-			    !nvl(K, a, b))
-				return link_fail(K, "pp_nvlink", a, b);
+	for (int c = 0; ppn && c + 1 < j->nstages; c++) {
+		int from = c % pp, to = (c + 1) % pp;
+		if (from == to || !(j->stages[c].act_mib > 0))
+			continue;
+		for (int a = 0; a < j->world; a++)
+			for (int b = 0; b < j->world; b++)
+				if (K->coord[a][TM_PP] == from && K->coord[b][TM_PP] == to &&
+				    same_but(K, a, b, TM_PP) && !nvl(K, a, b))
+					return link_fail(K, "pp_nvlink", a, b);
+	}
+	return 0;
+}
+
+/* Memory per rank, and max_moves against torchrun's default placement
+ * (node rank n on the n-th host with enough GPUs, local rank i on the GPU
+ * with the i-th smallest index). */
+static int check_fit(const chk *K, json_t *cons)
+{
+	const tm_job *j = K->j;
+	int nproc = j->nproc_per_node, moves = 0, n = 0;
+	json_t *mm = json_object_get(cons, "max_moves");
+	for (int r = 0; r < j->world; r++) {
+		const tm_gpu *g = &K->c->nodes[K->host[r]].gpus[K->gpu[r]];
+		double need = 0;
+		for (int c = K->coord[r][TM_PP]; c < j->nstages; c += j->size[TM_PP])
+			need += j->stages[c].mem_gib;
+		if (isfinite(need) && isfinite(g->memory_gib) && need > g->memory_gib)
+			return tm_fail(K->err, TM_EINPUT, "%s: rank %d needs %.1f GiB; "
+			               "%s GPU %d has %.1f GiB", K->dir, r, need,
+			               K->c->nodes[K->host[r]].host, g->index,
+			               g->memory_gib);
+	}
+	if (!json_is_integer(mm))
+		return 0;
+	for (int h = 0; h < K->c->nnodes && n < j->world / nproc; h++) {
+		const tm_node *node = &K->c->nodes[h];
+		if (node->ngpus < nproc)
+			continue;
+		for (int i = 0; i < nproc; i++) {
+			int r = n * nproc + i, below = 0;
+			if (K->host[r] != h) {
+				moves++;
+				continue;
+			}
+			/* rank r stays iff its GPU has exactly i smaller indices */
+			for (int k = 0; k < node->ngpus; k++)
+				below += node->gpus[k].index <
+				         node->gpus[K->gpu[r]].index;
+			moves += below != i;
 		}
+		n++;
+	}
+	if (moves > json_integer_value(mm))
+		return tm_fail(K->err, TM_EINPUT, "%s: max_moves %lld: %d ranks are "
+		               "off the default placement", K->dir,
+		               (long long)json_integer_value(mm), moves);
 	return 0;
 }
 
@@ -385,7 +442,7 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	odometer(j, K.coord);
 	if ((rc = check_envs(&K, E, ne, id)) ||
 	    (rc = check_ranks(&K, json_object_get(root, "ranks"))) ||
-	    (rc = check_links(&K, cons)))
+	    (rc = check_links(&K, cons)) || (rc = check_fit(&K, cons)))
 		goto out;
 	if (p) {
 		/* re-predict with the profile, and hold the temperature cap */

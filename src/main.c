@@ -33,7 +33,8 @@ static const char usage_plan[] =
 "  -o, --out DIR        plan directory to write (replaced atomically)\n"
 "  --allow-unprofiled   treat GPUs without a profile entry as the worst\n"
 "                       profiled GPU instead of failing\n"
-"  --quiet              print nothing but errors\n"
+"  --quiet              print nothing on stdout (errors and warnings\n"
+"                       still go to stderr)\n"
 "  --help               this text\n";
 
 static const char usage_check[] =

@@ -58,6 +58,7 @@ static void plan_id(const tm_problem *pb, const int *flat, char id[17])
 	unsigned char d[32];
 	tm_sha256_init(&c);
 	tm_sha256_update(&c, pb->c->sha256, strlen(pb->c->sha256));
+	tm_sha256_update(&c, pb->profile_sha256, strlen(pb->profile_sha256));
 	tm_sha256_update(&c, pb->job->sha256, strlen(pb->job->sha256));
 	tm_sha256_update(&c, pb->pol->sha256, strlen(pb->pol->sha256));
 	for (int r = 0; r < pb->nranks; r++) {

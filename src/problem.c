@@ -347,7 +347,7 @@ static void network(tm_problem *pb)
 				bw = fmin(bw, grp);
 			if (!isfinite(bw)) {
 				bw = DEFAULT_NET_GBPS;
-				guessed = a != b;
+				guessed = guessed || a != b;
 			}
 			pb->net_bw[a * pb->nhost + b] = bw;
 		}

@@ -426,11 +426,13 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	tm_eval_flat(pb, flat, t_ref, &sol->ev);
 	sol->t_ref_ms = t_ref > 0 ? t_ref : sol->ev.iteration_ms;
 	sol->ev.feasible = true;
-	if (pb->pol->method != TM_METHOD_ILP) {
+	if (pb->pol->method == TM_METHOD_BRUTE) {
+		/* like the ILP: the optimum of the first criterion's phase */
+		sol->objective = sol->bound = sol->best[0];
+		sol->gap = 0;
+	} else if (pb->pol->method != TM_METHOD_ILP) {
 		sol->objective = tm_crit_value(&sol->ev, pb->crit[0]);
-		sol->bound = pb->pol->method == TM_METHOD_BRUTE ? sol->objective
-		                                                : NAN;
-		sol->gap = pb->pol->method == TM_METHOD_BRUTE ? 0 : NAN;
+		sol->bound = sol->gap = NAN;
 	}
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);

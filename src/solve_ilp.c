@@ -376,8 +376,10 @@ static void callback(glp_tree *T, void *info)
 		break;
 	case GLP_ISELECT:
 	case GLP_IBINGO:
+		/* a node's bound is -DBL_MAX until its relaxation is solved */
 		node = glp_ios_best_node(T);
-		if (node)
+		if (node && glp_ios_node_bound(T, node) > L->bound &&
+		    glp_ios_node_bound(T, node) < 1e300)
 			L->bound = glp_ios_node_bound(T, node);
 		break;
 	default:
@@ -436,7 +438,7 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 	ip.cb_func = callback;
 	ip.cb_info = L;
 	L->warm_used = false;
-	L->bound = glp_get_obj_val(L->P);
+	L->bound = glp_get_obj_val(L->P);  /* the relaxation bounds the MIP */
 	ret = glp_intopt(L->P, &ip);
 	st = glp_mip_status(L->P);
 	if (st == GLP_NOFEAS)
@@ -538,13 +540,17 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 		        "ilp: GLPK could not solve the program", pb->pol->time_limit_s);
 		goto out;
 	}
+	/* the reference time is the best time; when that is not proven, its
+	 * lower bound, which overstates temperatures rather than understating */
 	L.t_ref = tm_eval_flat(pb, cur, 0, &ev);
+	if (!ok && bound > 0 && bound < L.t_ref)
+		L.t_ref = bound;
 	sol->t_ref_ms = L.t_ref;
+	optimal = ok;
 	build_thermal(&L);
 	if (first_crit == TM_CRIT_TIME) {
 		sol->objective = ev.iteration_ms;
 		sol->bound = fmin(bound, ev.iteration_ms);
-		optimal = ok;
 	}
 	memcpy(flat, cur, sizeof(int) * (size_t)pb->nranks);
 	for (int k = 0; k < pb->ncrit; k++) {
@@ -566,10 +572,13 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 			if (prc == 0) {
 				memcpy(flat, cur, sizeof(int) * (size_t)pb->nranks);
 			} else if (k == 0) {
-				rc = tm_fail(err, prc == TM_ELIMIT ? TM_ELIMIT :
-				             TM_EINTERNAL, "solver limit: no placement "
-				             "within max_temp_c found in time_limit_s %g",
-				             pb->pol->time_limit_s);
+				if (prc == TM_ELIMIT)
+					rc = tm_fail(err, TM_ELIMIT, "solver limit: no "
+					             "placement found in time_limit_s %g",
+					             pb->pol->time_limit_s);
+				else
+					rc = tm_fail(err, TM_EINTERNAL, "ilp: GLPK could not "
+					             "solve the program");
 				goto out;
 			} else {
 				optimal = false;  /* keep the previous phase's answer */

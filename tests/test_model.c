@@ -287,6 +287,59 @@ static void test_too_few_hosts(void **state)
 	tm_cluster_free(c);
 }
 
+/* A stage that needs more memory than some GPUs have avoids them. */
+static void test_memory_fit(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 4, 3);
+	tm_profile *p = tl_profile(c, true);
+	tm_job *j = tl_job(2, 2, 1, 2, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_ILP);
+	tm_problem *pb = NULL;
+	tm_solution s;
+	tm_error e = { 0, "" };
+	(void)state;
+	for (int g = 0; g < 4; g++)
+		c->nodes[0].gpus[g].memory_gib = g == 2 ? 80 : 40;
+	j->stages[1].mem_gib = 60;
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_int_equal(tm_solve(pb, &s, &e), 0);
+	assert_int_equal(s.pl->gpu[1], 2);
+	tm_solution_clear(&s);
+	j->stages[0].mem_gib = 60;  /* two ranks, one GPU big enough */
+	tm_problem_free(pb);
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_int_equal(tm_solve(pb, &s, &e), TM_EINFEASIBLE);
+	tm_solution_clear(&s);
+	tm_problem_free(pb);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+}
+
+/* Without network figures, transfers between hosts use a stated guess. */
+static void test_network_note(void **state)
+{
+	tm_cluster *c = tl_cluster(2, 2, 0);
+	tm_profile *p = tl_profile(c, true);
+	tm_job *j = tl_job(4, 2, 1, 2, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_GREEDY);
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	(void)state;
+	c->nodes[0].net_gb_per_s = c->nodes[1].net_gb_per_s = NAN;
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_int_equal(pb->nnotes, 1);
+	assert_string_equal(pb->notes[0], "the cluster gives no network "
+	                    "bandwidth; transfers between hosts assume 25 GB/s");
+	assert_true(fabs(tm_bw(pb, 0, 2) - 25) < 1e-12);
+	tm_problem_free(pb);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+}
+
 static void test_pci_normalise(void **state)
 {
 	static const char *const cases[][2] = {
@@ -333,6 +386,8 @@ int main(void)
 		cmocka_unit_test(test_greedy_not_worse),
 		cmocka_unit_test(test_infeasible_tp_nvlink),
 		cmocka_unit_test(test_too_few_hosts),
+		cmocka_unit_test(test_memory_fit),
+		cmocka_unit_test(test_network_note),
 		cmocka_unit_test(test_pci_normalise),
 		cmocka_unit_test(test_default_policy_is_file),
 	};

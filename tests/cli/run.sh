@@ -122,6 +122,9 @@ broken
 sed -i 's/"rank": 0, \(.*\)"pp": 0/"rank": 0, \1"pp": 1/' "$W/b/plan.json"
 chk tampered-json "thermap: error: $W/b/plan.json: ranks[0].pp: plan says 1, the job's order gives 0"
 broken
+sed -i 's/"max_moves": null/"max_moves": 1/' "$W/b/plan.json"
+chk max-moves "thermap: error: $W/b: max_moves 1: 2 ranks are off the default placement"
+broken
 mv "$E" "$W/b/env/other.env"
 chk unknown-host "thermap: error: $W/b/env/other.env: host other is not in $F/cluster.json"
 broken
