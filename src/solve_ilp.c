@@ -106,6 +106,23 @@ static double theta(const ilp *L, int r, int g)
 	return tm_rank_temp(L->pb, r, g, L->t_ref);
 }
 
+/* Rank ra on GPU g forces rank rb onto an NVLink neighbour of g. */
+static void nvlink_pair(ilp *L, int ra, int rb)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+	for (int g = 0; g < G; g++) {
+		if (!L->xcol[ra * G + g])
+			continue;
+		row_begin(L);
+		row_add(L, L->xcol[ra * G + g], 1);
+		for (int h = 0; h < G; h++)
+			if (tm_nvlink(pb, g, h))
+				row_add(L, L->xcol[rb * G + h], -1);
+		row_end(L, GLP_UP, 0, 0);
+	}
+}
+
 static void build(ilp *L)
 {
 	const tm_problem *pb = L->pb;
@@ -259,17 +276,7 @@ static void build(ilp *L)
 	for (int i = 0; pol->tp_nvlink && tp > 1 && i < R; i += tp)
 		for (int a = 0; a < tp; a++)
 			for (int b = a + 1; b < tp; b++) {
-				int ra = pb->inst_rank[i + a], rb = pb->inst_rank[i + b];
-				for (int g = 0; g < G; g++) {
-					if (!L->xcol[ra * G + g])
-						continue;
-					row_begin(L);
-					row_add(L, L->xcol[ra * G + g], 1);
-					for (int h = 0; h < G; h++)
-						if (tm_nvlink(pb, g, h))
-							row_add(L, L->xcol[rb * G + h], -1);
-					row_end(L, GLP_UP, 0, 0);
-				}
+				nvlink_pair(L, pb->inst_rank[i + a], pb->inst_rank[i + b]);
 			}
 	for (int d = 0; pol->pp_nvlink && d < pb->nrep; d++)
 		for (int k = 0; k < pb->nhops; k++)
@@ -279,16 +286,7 @@ static void build(ilp *L)
 				                       pb->nmember + q];
 				int rb = pb->inst_rank[(d * pb->npp + hp->to) *
 				                       pb->nmember + q];
-				for (int g = 0; g < G; g++) {
-					if (!L->xcol[ra * G + g])
-						continue;
-					row_begin(L);
-					row_add(L, L->xcol[ra * G + g], 1);
-					for (int h = 0; h < G; h++)
-						if (tm_nvlink(pb, g, h))
-							row_add(L, L->xcol[rb * G + h], -1);
-					row_end(L, GLP_UP, 0, 0);
-				}
+				nvlink_pair(L, ra, rb);
 			}
 	if (pol->max_moves >= 0) {
 		row_begin(L);
