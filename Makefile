@@ -83,5 +83,6 @@ clean:
 	rm -rf build build-san libthermap.a demo-plan
 
 .PHONY: all check check-san demo bench clean libthermap.a
+.SECONDARY:
 
 -include $(wildcard $(B)/*.d)
