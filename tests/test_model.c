@@ -97,11 +97,7 @@ static void test_hand_computed(void **state)
 	flat[0] = 1;
 	flat[1] = 0;
 	assert_true(tm_eval_flat(pb, flat, 0, &ev) < t);
-	tm_problem_free(pb);
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	tl_free(pb, pol, j, p, c);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -149,11 +145,7 @@ static void test_sorted_pairing(void **state)
 		assert_true(fabs(sol.ev.iteration_ms - want) < 1e-6 * want);
 		assert_string_equal(sol.status, "optimal");
 		tm_solution_clear(&sol);
-		tm_problem_free(pb);
-		tm_policy_free(pol);
-		tm_job_free(j);
-		tm_profile_free(p);
-		tm_cluster_free(c);
+		tl_free(pb, pol, j, p, c);
 	}
 }
 
@@ -202,10 +194,7 @@ static void test_permutation_invariance(void **state)
 		tm_solution_clear(&b);
 		tm_problem_free(pb);
 		tm_problem_free(pb2);
-		tm_policy_free(pol);
-		tm_job_free(j);
-		tm_profile_free(p);
-		tm_cluster_free(c);
+		tl_free(NULL, pol, j, p, c);
 		tm_cluster_free(c2);
 	}
 }
@@ -227,11 +216,7 @@ static void test_greedy_not_worse(void **state)
 		assert_int_equal(tm_solve(pb, &s, &e), 0);
 		assert_false(tm_eval_better(pb, &s.baseline, &s.ev));
 		tm_solution_clear(&s);
-		tm_problem_free(pb);
-		tm_policy_free(pol);
-		tm_job_free(j);
-		tm_profile_free(p);
-		tm_cluster_free(c);
+		tl_free(pb, pol, j, p, c);
 	}
 }
 
@@ -260,11 +245,7 @@ static void test_infeasible_tp_nvlink(void **state)
 	                    "GPU0-GPU2 SYS, GPU0-GPU3 SYS, GPU1-GPU2 SYS, "
 	                    "GPU1-GPU3 SYS, GPU2-GPU3 SYS");
 	tm_solution_clear(&s);
-	tm_problem_free(pb);
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	tl_free(pb, pol, j, p, c);
 }
 
 static void test_too_few_hosts(void **state)
@@ -281,10 +262,7 @@ static void test_too_few_hosts(void **state)
 	assert_string_equal(e.msg, "infeasible: the job needs 2 node(s) of 4 GPUs "
 	                    "(8 ranks); cluster.json has 1 host(s) with at least "
 	                    "4 GPUs");
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	tl_free(NULL, pol, j, p, c);
 }
 
 /* A stage that needs more memory than some GPUs have avoids them. */
@@ -310,11 +288,7 @@ static void test_memory_fit(void **state)
 	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
 	assert_int_equal(tm_solve(pb, &s, &e), TM_EINFEASIBLE);
 	tm_solution_clear(&s);
-	tm_problem_free(pb);
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	tl_free(pb, pol, j, p, c);
 }
 
 /* Without network figures, transfers between hosts use a stated guess. */
@@ -333,11 +307,7 @@ static void test_network_note(void **state)
 	assert_string_equal(pb->notes[0], "the cluster gives no network "
 	                    "bandwidth; transfers between hosts assume 25 GB/s");
 	assert_true(fabs(tm_bw(pb, 0, 2) - 25) < 1e-12);
-	tm_problem_free(pb);
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	tl_free(pb, pol, j, p, c);
 }
 
 static void test_pci_normalise(void **state)

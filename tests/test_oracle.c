@@ -137,10 +137,7 @@ static void test_single_host(void **state)
 		random_policy(pol, tp);
 		feasible += compare(c, p, j, pol, id);
 		eight += n == 8 && nproc == 8;
-		tm_policy_free(pol);
-		tm_job_free(j);
-		tm_profile_free(p);
-		tm_cluster_free(c);
+		tl_free(NULL, pol, j, p, c);
 	}
 	print_message("single host: %d instances, %d feasible, %d with 8 of 8 "
 	              "GPUs\n", SINGLE_HOST_CASES, feasible, eight);
@@ -170,10 +167,7 @@ static void test_two_hosts(void **state)
 		assert_int_equal(tm_policy_default(&pol, &e), 0);
 		random_policy(pol, tp);
 		feasible += compare(c, p, j, pol, 10000 + id);
-		tm_policy_free(pol);
-		tm_job_free(j);
-		tm_profile_free(p);
-		tm_cluster_free(c);
+		tl_free(NULL, pol, j, p, c);
 	}
 	print_message("multi host: %d instances, %d feasible\n", TWO_HOST_CASES,
 	              feasible);

@@ -170,4 +170,15 @@ static inline tm_job *tl_job(int world, int nproc, int tp, int pp, int vpp,
 	return j;
 }
 
+/* Frees what a test built; any argument may be NULL. */
+static inline void tl_free(tm_problem *pb, tm_policy *pol, tm_job *j,
+                           tm_profile *p, tm_cluster *c)
+{
+	tm_problem_free(pb);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+}
+
 #endif
