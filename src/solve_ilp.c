@@ -123,6 +123,27 @@ static void nvlink_pair(ilp *L, int ra, int rb)
 	}
 }
 
+/* At most `most` ranks off their reference GPU: Σ x[r,ref(r)] ≥ W − most. */
+static void moves_row(ilp *L, double most)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+	row_begin(L);
+	for (int r = 0; r < pb->nranks; r++)
+		row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
+	row_end(L, GLP_LO, pb->nranks - most, 0);
+}
+
+/* The error of a phase that returned no placement. */
+static int phase_fail(const tm_problem *pb, int prc, tm_error *err)
+{
+	if (prc == TM_ELIMIT)
+		return tm_fail(err, TM_ELIMIT, "solver limit: no feasible placement "
+		               "found within time_limit_s %g", pb->pol->time_limit_s);
+	return tm_fail(err, TM_EINTERNAL, "ilp: GLPK could not solve the "
+	               "program");
+}
+
 static void build(ilp *L)
 {
 	const tm_problem *pb = L->pb;
@@ -288,12 +309,8 @@ static void build(ilp *L)
 				                       pb->nmember + q];
 				nvlink_pair(L, ra, rb);
 			}
-	if (pol->max_moves >= 0) {
-		row_begin(L);
-		for (int r = 0; r < R; r++)
-			row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
-		row_end(L, GLP_LO, R - pol->max_moves, 0);
-	}
+	if (pol->max_moves >= 0)
+		moves_row(L, pol->max_moves);
 }
 
 /* Temperature rows, once the reference time is known. */
@@ -460,18 +477,12 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 /* Holds criterion crit at or below b in the following phases. */
 static void hold(ilp *L, int crit, double b)
 {
-	const tm_problem *pb = L->pb;
-	int G = pb->ngpu;
 	if (crit == TM_CRIT_TIME)
 		glp_set_col_bnds(L->P, L->tcol, GLP_DB, 0, b);
 	else if (crit == TM_CRIT_PEAK)
 		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
-	else {
-		row_begin(L);
-		for (int r = 0; r < pb->nranks; r++)
-			row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
-		row_end(L, GLP_LO, pb->nranks - b, 0);
-	}
+	else
+		moves_row(L, b);
 }
 
 static void ilp_free(ilp *L)
@@ -533,9 +544,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 		rc = 0;
 	}
 	if (rc) {
-		tm_fail(err, rc, rc == TM_ELIMIT ? "solver limit: no feasible "
-		        "placement found within time_limit_s %g" :
-		        "ilp: GLPK could not solve the program", pb->pol->time_limit_s);
+		rc = phase_fail(pb, rc, err);
 		goto out;
 	}
 	/* the reference time is the best time; when that is not proven, its
@@ -570,13 +579,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 			if (prc == 0) {
 				memcpy(flat, cur, sizeof(int) * (size_t)pb->nranks);
 			} else if (k == 0) {
-				if (prc == TM_ELIMIT)
-					rc = tm_fail(err, TM_ELIMIT, "solver limit: no "
-					             "placement found in time_limit_s %g",
-					             pb->pol->time_limit_s);
-				else
-					rc = tm_fail(err, TM_EINTERNAL, "ilp: GLPK could not "
-					             "solve the program");
+				rc = phase_fail(pb, prc, err);
 				goto out;
 			} else {
 				optimal = false;  /* keep the previous phase's answer */
