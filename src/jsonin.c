@@ -43,6 +43,10 @@ int jin_loadb(const char *file, const char *text, size_t len,
 
 	r = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!r) {
+		/* jansson quotes input bytes; keep the message on one line */
+		for (char *c = je.text; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 		if (je.line > 0)
 			return tm_fail(err, TM_EINPUT, "%s:%d:%d: %s", file,
 			               je.line, je.column, je.text);

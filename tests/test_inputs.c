@@ -37,7 +37,7 @@ static const tcase cases[] = {
 	{ CLUSTER, "{\"format\":\"thermap.job/1\"}", "FILE: format: \"thermap.job/1\" is not a thermap.cluster document (expected \"thermap.cluster/1\")" },
 	{ CLUSTER, "{\"format\":\"thermap.cluster/2\"}", "FILE: format: version \"2\" is not supported (expected \"thermap.cluster/1\")" },
 	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[],\"nodes\":[]}", "FILE:1:48: duplicate object key near '\"nodes\"'" },
-	{ CLUSTER, "\x01\x02garbage", "FILE:1:1: '[' or '{' expected near '\x01'" },
+	{ CLUSTER, "\x01\x02garbage", "FILE:1:1: '[' or '{' expected near '?'" },
 	/* cluster */
 	{ CLUSTER, "{\"format\":\"thermap.cluster/1\"}", "FILE: nodes: missing; expected an array" },
 	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[]}", "FILE: nodes: expected 1 to 65536 nodes" },
