@@ -8,7 +8,7 @@ CFLAGS  ?= -O2 -g
 WARN     = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow \
            -Wstrict-prototypes -Wno-error=format-truncation
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -MMD -MP
-LDLIBS   = -lglpk -ljansson -lm
+LDLIBS   = -lglpk -ljansson -lm -pthread
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
 
@@ -16,9 +16,11 @@ B       ?= build
 LIB_SRC  = src/util.c src/sha256.c src/jsonin.c src/jsonout.c \
            src/cluster.c src/profile.c src/job.c src/policy.c \
            src/problem.c src/model.c src/solve.c src/solve_ilp.c \
-           src/plan.c src/check.c
+           src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
+           src/tele_prom.c
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
-TESTS    = test_sha256 test_inputs test_model test_oracle
+TESTS    = test_sha256 test_inputs test_model test_oracle test_profile \
+           test_tele_prom
 TEST_BIN = $(TESTS:%=$(B)/%)
 
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
@@ -38,6 +40,13 @@ $(B)/thermap: $(B)/main.o $(B)/libthermap.a
 
 $(B)/bench: $(B)/bench.o $(B)/libthermap.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# bench helpers: a replay generator and a wall-time/peak-RSS wrapper
+$(B)/gen_telemetry: tests/gen_telemetry.c | $(B)
+	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
+
+$(B)/runstat: tests/runstat.c | $(B)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
 
 $(B)/bench.o: tests/bench.c | $(B)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
@@ -59,6 +68,7 @@ libthermap.a: $(B)/libthermap.a
 check: all $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
+	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	$(MAKE) --no-print-directory check-san
 
 check-san:
@@ -68,6 +78,7 @@ check-san:
 	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
+	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 
 # Installs missing Debian packages when run as root, then plans the real
 # 4xH200 recording bundled in fixtures/h200x4-a.

@@ -28,6 +28,8 @@ int tm_fail(tm_error *err, int code, const char *fmt, ...)
 void tm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
                  tm_error *err);
+int tm_write_file_atomic(const char *path, const char *data, size_t len,
+                         tm_error *err);
 char *tm_normalise_pci(const char *s);
 bool tm_valid_host(const char *s);
 bool tm_valid_uuid(const char *s);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "telemetry.h"
 
 static const char usage_main[] =
 "usage: thermap COMMAND [OPTIONS]\n"
@@ -14,6 +15,7 @@ static const char usage_main[] =
 "headroom, and write the torchrun environment that realises the placement.\n"
 "\n"
 "commands:\n"
+"  profile  telemetry logs -> per-GPU thermal profile\n"
 "  plan     cluster + profile + job (+ policy) -> plan directory\n"
 "  check    confirm that a plan directory does what plan.json says\n"
 "\n"
@@ -35,6 +37,28 @@ static const char usage_plan[] =
 "                       profiled GPU instead of failing\n"
 "  --quiet              print nothing on stdout (errors and warnings\n"
 "                       still go to stderr)\n"
+"  --help               this text\n";
+
+static const char usage_profile[] =
+"usage: thermap profile [--host NAME] [--fields LIST] FILE... [-o FILE]\n"
+"                       [--from T] [--to T] [--json-summary] [--quiet]\n"
+"\n"
+"Reads telemetry and writes a thermap.profile/1 document: nvidia-smi\n"
+"--query-gpu CSV logs, nvidia-smi dmon logs, dcgm-exporter Prometheus\n"
+"scrapes and Prometheus query_range JSON (found from each file's content).\n"
+"\n"
+"  FILE...              telemetry files; '-' reads stdin\n"
+"  --host NAME          host of the GPUs in the files that follow (else the\n"
+"                       Hostname label, else the file name: HOST.csv)\n"
+"  --fields LIST        columns of the CSV files that follow when they have\n"
+"                       no header: the --query-gpu list\n"
+"  -o, --out FILE       write the profile here (atomically); default stdout\n"
+"  --from T, --to T     only samples in this window: a time as in the logs\n"
+"                       (2026/11/21 12:15:28, ISO 8601, seconds since\n"
+"                       1970) or +SECONDS after each file's first sample\n"
+"  --json-summary       print what was read (rows, skipped rows and why,\n"
+"                       GPUs, time span) as JSON on stdout; needs -o\n"
+"  --quiet              print nothing on stdout\n"
 "  --help               this text\n";
 
 static const char usage_check[] =
@@ -170,6 +194,117 @@ out:
 	return rc;
 }
 
+static int parse_when(const char *name, const char *v, double *t, bool *rel)
+{
+	char *end;
+	*rel = v[0] == '+';
+	if (*rel) {
+		*t = strtod(v + 1, &end);
+		if (end != v + 1 && !*end && *t >= 0 && isfinite(*t))
+			return 0;
+	} else if (tl_parse_time(v, strlen(v), t)) {
+		return 0;
+	}
+	fprintf(stderr, "thermap: %s '%s': expected a time (2026/11/21 "
+	        "12:15:28, 2026-11-21T12:15:28Z, seconds since 1970) or "
+	        "+SECONDS\nTry 'thermap profile --help'.\n", name, v);
+	return TM_EUSAGE;
+}
+
+static int cmd_profile(int argc, char **argv)
+{
+	const char *host = NULL, *fields = NULL, *out = NULL;
+	bool want_summary = false, quiet = false;
+	tm_tele_input *in = xcalloc((size_t)argc, sizeof *in);
+	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_error err = { 0, "" };
+	char *prof = NULL, *summ = NULL;
+	int n = 0, rc = 0;
+
+	for (int i = 2; i < argc && !rc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
+		size_t k = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a)
+		                                             : strlen(a);
+		static const char *const valued[] = {
+			"--host", "--fields", "--out", "-o", "--from", "--to",
+		};
+		bool takes = false;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_profile, stdout);
+			free(in);
+			return 0;
+		}
+		for (size_t j = 0; j < sizeof valued / sizeof valued[0]; j++)
+			if (strlen(valued[j]) == k && !strncmp(a, valued[j], k))
+				takes = true;
+		if (takes) {
+			if (eq && k < strlen(a))
+				v = eq + 1;
+			else if (i + 1 < argc)
+				v = argv[++i];
+			else
+				rc = usage_error("profile ",
+				                 "option '%s' needs a value", a);
+			if (rc)
+				break;
+			if (!strncmp(a, "--host", k)) {
+				if (!tm_valid_host(v))
+					rc = usage_error("profile ", "--host '%s': "
+					       "expected a host name", v);
+				host = v;
+			} else if (!strncmp(a, "--fields", k)) {
+				fields = v;
+			} else if (!strncmp(a, "--from", k)) {
+				rc = parse_when("--from", v, &o.from, &o.from_rel);
+			} else if (!strncmp(a, "--to", k)) {
+				rc = parse_when("--to", v, &o.to, &o.to_rel);
+			} else {
+				out = v;
+			}
+		} else if (!strcmp(a, "--json-summary")) {
+			want_summary = true;
+		} else if (!strcmp(a, "--quiet")) {
+			quiet = true;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			rc = usage_error("profile ", "unknown option '%s'", a);
+		} else {
+			in[n].file = a;
+			in[n].host = host;
+			in[n].fields = fields;
+			n++;
+		}
+	}
+	if (!rc && n == 0)
+		rc = usage_error("profile ", "%s", "profile needs at least one "
+		                 "telemetry FILE");
+	if (!rc && want_summary && !out)
+		rc = usage_error("profile ", "%s", "--json-summary prints on "
+		                 "stdout, so the profile needs -o FILE");
+	if (!rc && !isnan(o.from) && !isnan(o.to) && o.from_rel == o.to_rel &&
+	    o.to < o.from)
+		rc = usage_error("profile ", "%s", "--to is before --from");
+	if (rc) {
+		free(in);
+		return rc;
+	}
+	rc = tm_profile_from_telemetry(in, n, &o, &prof, &summ, &err);
+	if (!rc && out)
+		rc = tm_write_file_atomic(out, prof, strlen(prof), &err);
+	if (rc) {
+		rc = report(&err);
+	} else if (!out) {
+		fputs(prof, stdout);
+	} else if (want_summary) {
+		fputs(summ, stdout);
+	} else if (!quiet) {
+		printf("wrote %s\n", out);
+	}
+	free(prof);
+	free(summ);
+	free(in);
+	return rc;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	const char *cf = NULL, *jf = NULL, *dir = NULL, *pf = NULL;
@@ -229,6 +364,8 @@ int main(int argc, char **argv)
 			printf("thermap %s\n", TM_VERSION);
 			return 0;
 		}
+	if (!strcmp(argv[1], "profile"))
+		return cmd_profile(argc, argv);
 	if (!strcmp(argv[1], "plan"))
 		return cmd_plan(argc, argv);
 	if (!strcmp(argv[1], "check"))

@@ -272,3 +272,42 @@ void sb_addf(strbuf *b, const char *fmt, ...)
 	va_end(ap);
 	b->len += (size_t)n;
 }
+
+/* Writes data to path through a temporary file in the same directory and
+ * rename(2), so that readers see the old file or the whole new one. */
+int tm_write_file_atomic(const char *path, const char *data, size_t len,
+                         tm_error *err)
+{
+	strbuf tmp;
+	int fd;
+	size_t off = 0;
+	sb_init(&tmp);
+	sb_addf(&tmp, "%s.tmp.XXXXXX", path);
+	fd = mkstemp(tmp.s);
+	if (fd < 0) {
+		int rc = tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s",
+		                 path, strerror(errno));
+		sb_free(&tmp);
+		return rc;
+	}
+	while (off < len) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (off < len || fchmod(fd, 0644) != 0 || close(fd) != 0 ||
+	    rename(tmp.s, path) != 0) {
+		int rc = tm_fail(err, TM_EINTERNAL, "%s: cannot write: %s",
+		                 path, strerror(errno));
+		if (off < len)
+			close(fd);
+		unlink(tmp.s);
+		sb_free(&tmp);
+		return rc;
+	}
+	sb_free(&tmp);
+	return 0;
+}

@@ -129,6 +129,26 @@ typedef struct tm_profile {
 int tm_profile_load(const char *file, tm_profile **out, tm_error *err);
 void tm_profile_free(tm_profile *p);
 
+/* Telemetry to profile (`thermap profile`): reads nvidia-smi --query-gpu
+ * CSV, nvidia-smi dmon, dcgm-exporter Prometheus text and Prometheus
+ * query_range JSON, one GPU's state at a time, and writes the profile
+ * document (and a summary of what was read) as JSON text. */
+typedef struct tm_tele_input {
+	const char *file;    /* "-" reads stdin */
+	const char *host;    /* host of the GPUs in it, or NULL: from the
+	                        Hostname label, else the file name */
+	const char *fields;  /* columns of a CSV without a header, or NULL */
+} tm_tele_input;
+
+typedef struct tm_tele_opts {
+	double from, to;        /* time window, NAN = open */
+	bool from_rel, to_rel;  /* seconds after each file's first time */
+} tm_tele_opts;
+
+int tm_profile_from_telemetry(const tm_tele_input *in, int n,
+                              const tm_tele_opts *o, char **profile,
+                              char **summary, tm_error *err);
+
 /* ---- job: thermap.job/1 -------------------------------------------------- */
 
 enum tm_dim { TM_TP, TM_CP, TM_EP, TM_DP, TM_PP, TM_NDIM };

@@ -1,0 +1,1269 @@
+/*
+ * tele_csv.c — nvidia-smi text logs: `--query-gpu` CSV (with or without a
+ * header, units, [N/A]...), `dmon`, and the `--query-gpu` sections inside
+ * nvidia_gpu_exporter capture files.
+ *
+ * The CSV path is the hot one (multi-gigabyte logs): a row is parsed in one
+ * pass over its bytes, numbers without strtod, the date of the previous row
+ * reused, and the GPU of a row found from its raw identity bytes.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "telemetry.h"
+
+enum col_kind {
+	C_SKIP,     /* a column thermap does not read */
+	C_TIME, C_INDEX, C_PCI, C_UUID,
+	C_NUM,      /* a number into field */
+	C_MASK,     /* clocks_event_reasons.active: hex bitmask */
+	C_FLAG,     /* Active / Not Active into field (ORed) */
+	C_COUNT,    /* counter in µs into field (summed) */
+};
+
+typedef struct colspec {
+	const char *name;   /* normalised header name */
+	enum col_kind kind;
+	int field;
+	int rank;           /* among names for one field, lower wins */
+} colspec;
+
+/* Header names, normalised: lower case, unit in brackets removed, '_'
+ * and '.' alike. The first group is what nvidia-smi prints; the rest are
+ * spellings seen in logs that reformat its output. */
+static const colspec names[] = {
+	{ "timestamp", C_TIME, 0, 0 },
+	{ "index", C_INDEX, 0, 0 },
+	{ "pci.bus.id", C_PCI, 0, 0 },
+	{ "uuid", C_UUID, 0, 0 },
+	{ "temperature.gpu", C_NUM, TL_TEMP, 0 },
+	{ "power.draw", C_NUM, TL_POWER, 0 },
+	{ "power.draw.average", C_NUM, TL_POWER, 1 },
+	{ "power.draw.instant", C_NUM, TL_POWER, 2 },
+	{ "enforced.power.limit", C_NUM, TL_POWER_LIMIT, 0 },
+	{ "power.limit", C_NUM, TL_POWER_LIMIT, 1 },
+	{ "clocks.sm", C_NUM, TL_SM_CLOCK, 0 },
+	{ "clocks.current.sm", C_NUM, TL_SM_CLOCK, 0 },
+	{ "clocks.max.sm", C_NUM, TL_SM_CLOCK_MAX, 0 },
+	{ "clocks.max.sm.clock", C_NUM, TL_SM_CLOCK_MAX, 0 },
+	{ "utilization.gpu", C_NUM, TL_UTIL, 0 },
+	{ "temperature.gpu.tlimit", C_NUM, TL_TLIMIT, 0 },
+	{ "clocks.event.reasons.active", C_MASK, 0, 0 },
+	{ "clocks.throttle.reasons.active", C_MASK, 0, 0 },
+	{ "clocks.event.reasons.sw.thermal.slowdown", C_FLAG, TL_THERMAL, 0 },
+	{ "clocks.event.reasons.hw.thermal.slowdown", C_FLAG, TL_THERMAL, 0 },
+	{ "clocks.throttle.reasons.sw.thermal.slowdown", C_FLAG, TL_THERMAL, 0 },
+	{ "clocks.throttle.reasons.hw.thermal.slowdown", C_FLAG, TL_THERMAL, 0 },
+	{ "clocks.event.reasons.sw.power.cap", C_FLAG, TL_PCAP, 0 },
+	{ "clocks.throttle.reasons.sw.power.cap", C_FLAG, TL_PCAP, 0 },
+	{ "clocks.event.reasons.counters.sw.thermal.slowdown", C_COUNT,
+	  TL_THERMAL_US, 0 },
+	{ "clocks.event.reasons.counters.hw.thermal.slowdown", C_COUNT,
+	  TL_THERMAL_US, 0 },
+	{ "clocks.event.reasons.counters.sw.power.cap", C_COUNT, TL_PCAP_US, 0 },
+	/* reformatted logs */
+	{ "gpu.index", C_INDEX, 0, 1 },
+	{ "gpu", C_INDEX, 0, 2 },
+	{ "pci.bus", C_SKIP, 0, 0 },
+	{ "gpu.uuid", C_UUID, 0, 1 },
+	{ "temperature.c", C_NUM, TL_TEMP, 1 },
+	{ "temperature", C_NUM, TL_TEMP, 2 },
+	{ "temp.c", C_NUM, TL_TEMP, 3 },
+	{ "power.w", C_NUM, TL_POWER, 3 },
+	{ "power", C_NUM, TL_POWER, 4 },
+	{ "utilization.gpu.percent", C_NUM, TL_UTIL, 1 },
+	{ "sm.clock.mhz", C_NUM, TL_SM_CLOCK, 1 },
+};
+
+/* Names nvidia-smi uses that thermap does not read, so that a header made
+ * only of them is still recognised as one. */
+static bool smi_name(const char *n)
+{
+	static const char *const pre[] = {
+		"name", "serial", "driver.version", "pstate", "memory.",
+		"utilization.", "temperature.", "power.", "clocks", "fan.",
+		"pci.", "count", "display.", "persistence", "ecc.", "mig.",
+		"compute", "encoder.", "gom.", "accounting.", "vbios",
+		"inforom.", "module.", "retired.", "remapped", "protected",
+		"addressing", "reset.", "platform", "vgpu", "driver",
+		"gpu.", "fabric.", "dramencryption", "c2c", "inforom",
+		"gsp", "pcie.", "nvlink", "power", "clocks.",
+	};
+	for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+		if (strncmp(n, pre[i], strlen(pre[i])) == 0)
+			return true;
+	return false;
+}
+
+/* ---- numbers ------------------------------------------------------------ */
+
+static const double pow10tab[] = {
+	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+static inline uint64_t load8(const char *p)
+{
+	uint64_t x;
+	memcpy(&x, p, 8);
+	return x;
+}
+
+/* Parses [-]digits[.digits] exactly as strtod would (mantissa below 2^53
+ * and at most 22 fraction digits: one correctly rounded division), else
+ * through strtod. Returns the end, or NULL when there is no number. */
+static const char *parse_num(const char *p, const char *e, double *out)
+{
+	const char *s = p;
+	bool neg = false;
+	uint64_t m = 0;
+	int nd = 0, frac = 0;
+	if (p < e && (*p == '-' || *p == '+'))
+		neg = *p++ == '-';
+	while (p < e && (unsigned)(*p - '0') < 10) {
+		m = m * 10 + (uint64_t)(*p++ - '0');
+		nd++;
+	}
+	if (p < e && *p == '.') {
+		p++;
+		while (p < e && (unsigned)(*p - '0') < 10) {
+			m = m * 10 + (uint64_t)(*p++ - '0');
+			nd++;
+			frac++;
+		}
+	}
+	if (nd == 0)
+		return NULL;
+	if (nd > 15 || frac > 22 || (p < e && (*p == 'e' || *p == 'E'))) {
+		char buf[64], *end;
+		size_t n = (size_t)(e - s) < sizeof buf - 1 ? (size_t)(e - s)
+		                                            : sizeof buf - 1;
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+		*out = strtod(buf, &end);
+		if (end == buf)
+			return NULL;
+		return s + (end - buf);
+	}
+	*out = (double)m / pow10tab[frac];
+	if (neg)
+		*out = -*out;
+	return p;
+}
+
+/* ---- columns ------------------------------------------------------------ */
+
+typedef struct col {
+	enum col_kind kind;
+	int field;
+} col;
+
+typedef struct idcache {
+	char key[128];
+	size_t len;
+	int id;
+} idcache;
+
+#define NCACHE 64
+
+typedef struct csv {
+	tl_src *src;
+	const char *host;     /* GPU host for this file */
+	col *cols;
+	int ncols, ntime;
+	bool have_id;
+	bool warned_noid;
+	char hdr_err[512];
+	/* the previous row's date, to skip re-parsing it */
+	char date[16];
+	double date_t;
+	idcache cache[NCACHE];
+	int ncache, next, hit;
+} csv;
+
+static void norm_name(const char *p, size_t n, char *out, size_t cap)
+{
+	size_t k = 0;
+	const char *br = memchr(p, '[', n);
+	if (br)
+		n = (size_t)(br - p);
+	while (n && isspace((unsigned char)*p))
+		p++, n--;
+	while (n && isspace((unsigned char)p[n - 1]))
+		n--;
+	for (size_t i = 0; i < n && k + 1 < cap; i++) {
+		char c = (char)tolower((unsigned char)p[i]);
+		out[k++] = c == '_' || c == ' ' ? '.' : c;
+	}
+	out[k] = '\0';
+}
+
+static void trim(const char **p, const char **e)
+{
+	while (*p < *e && (**p == ' ' || **p == '\t'))
+		(*p)++;
+	while (*e > *p && ((*e)[-1] == ' ' || (*e)[-1] == '\t'))
+		(*e)--;
+}
+
+/* Reads a header (or the --fields list). Returns the number of columns
+ * thermap reads, 0 when none is known, with the column table set. */
+static int set_header(csv *C, const char *line, size_t len, bool quiet)
+{
+	int best[TL_NFIELDS + 4], known = 0, n = 1;
+	const char *p = line, *e = line + len;
+	for (const char *q = line; q < e; q++)
+		n += *q == ',';
+	free(C->cols);
+	C->cols = xcalloc((size_t)n, sizeof *C->cols);
+	C->ncols = n;
+	C->ntime = 0;
+	C->have_id = false;
+	for (int i = 0; i < TL_NFIELDS + 4; i++)
+		best[i] = 99;
+	/* two passes: the best-ranked name of each field wins */
+	for (int pass = 0; pass < 2; pass++) {
+		p = line;
+		for (int c = 0; c < n; c++) {
+			const char *q = memchr(p, ',', (size_t)(e - p));
+			char nm[96];
+			if (!q)
+				q = e;
+			norm_name(p, (size_t)(q - p), nm, sizeof nm);
+			p = q + 1;
+			for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+				const colspec *s = &names[k];
+				int slot;
+				if (strcmp(nm, s->name) != 0)
+					continue;
+				slot = s->kind == C_NUM ? s->field
+				       : TL_NFIELDS + (s->kind == C_TIME ? 0
+				       : s->kind == C_INDEX ? 1
+				       : s->kind == C_PCI ? 2 : 3);
+				if (s->kind == C_MASK || s->kind == C_FLAG ||
+				    s->kind == C_COUNT || s->kind == C_SKIP) {
+					if (pass == 1) {
+						C->cols[c].kind = s->kind;
+						C->cols[c].field = s->field;
+						known += s->kind != C_SKIP;
+					}
+					break;
+				}
+				if (pass == 0) {
+					if (s->rank < best[slot])
+						best[slot] = s->rank;
+				} else if (s->rank == best[slot]) {
+					best[slot] = -1;  /* taken */
+					C->cols[c].kind = s->kind;
+					C->cols[c].field = s->field;
+					known++;
+					if (s->kind == C_TIME)
+						C->ntime++;
+					if (s->kind == C_INDEX || s->kind == C_PCI ||
+					    s->kind == C_UUID)
+						C->have_id = true;
+				}
+				break;
+			}
+		}
+	}
+	(void)quiet;
+	/* a header must name something measured, not only identities */
+	for (int c = 0; c < n; c++)
+		if (C->cols[c].kind == C_NUM &&
+		    (C->cols[c].field == TL_TEMP || C->cols[c].field == TL_POWER ||
+		     C->cols[c].field == TL_SM_CLOCK ||
+		     C->cols[c].field == TL_UTIL))
+			return known;
+	return 0;
+}
+
+/* Does this line look like a header: its first field is a name, not a
+ * time or a number, and some field is a name nvidia-smi uses? */
+static bool looks_like_header(const char *line, size_t len)
+{
+	const char *p = line, *e = line + len;
+	int names_seen = 0;
+	while (p < e && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == e || !isalpha((unsigned char)*p))
+		return false;
+	while (p < e) {
+		const char *q = memchr(p, ',', (size_t)(e - p));
+		char nm[96];
+		if (!q)
+			q = e;
+		norm_name(p, (size_t)(q - p), nm, sizeof nm);
+		for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+			if (strcmp(nm, names[k].name) == 0)
+				names_seen++;
+		if (smi_name(nm))
+			names_seen++;
+		p = q + 1;
+	}
+	return names_seen > 0;
+}
+
+/* "[N/A]", "N/A", "[Not Supported]", any "[...]" nvidia-smi prints in
+ * place of a value, and an empty field. */
+static bool is_missing(const char *p, const char *e)
+{
+	size_t n = (size_t)(e - p);
+	if (n == 0)
+		return true;
+	if (*p == '[' && e[-1] == ']')
+		return true;
+	return (n == 3 && memcmp(p, "N/A", 3) == 0) ||
+	       (n == 13 && memcmp(p, "Not Supported", 13) == 0);
+}
+
+/* A unit after a number: "78.34 W", "45 C", "0 %", "1980 MHz". */
+static bool unit_ok(const char *p, const char *e)
+{
+	static const char *const units[] = {
+		"W", "C", "%", "MHz", "MiB", "KiB", "GiB", "mW", "us", "ms",
+		"s", "V", "A", "F",
+	};
+	while (p < e && *p == ' ')
+		p++;
+	if (p == e)
+		return true;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if ((size_t)(e - p) == strlen(units[i]) &&
+		    memcmp(p, units[i], (size_t)(e - p)) == 0)
+			return true;
+	return false;
+}
+
+static int bad_value(csv *C, int c, const char *p, const char *e,
+                     const char *what)
+{
+	tl_src *S = C->src;
+	return tm_fail(S->err, TM_EINPUT, "%s:%ld: field %d: expected %s, "
+	               "found \"%.*s\"", S->file, S->line, c + 1, what,
+	               (int)((e - p) > 40 ? 40 : (e - p)), p);
+}
+
+/* Fast path for nvidia-smi's "YYYY/MM/DD HH:MM:SS.mmm". */
+static bool smi_time(csv *C, const char *p, const char *e, double *t)
+{
+	int hh, mm, ss, ms;
+	if (e - p != 23 || p[4] != '/' || p[7] != '/' || p[10] != ' ' ||
+	    p[13] != ':' || p[16] != ':' || p[19] != '.')
+		return false;
+	for (int i = 11; i < 23; i++)
+		if (i != 13 && i != 16 && i != 19 &&
+		    (unsigned)(p[i] - '0') >= 10)
+			return false;
+	if (load8(p) != load8(C->date) || p[8] != C->date[8] ||
+	    p[9] != C->date[9]) {
+		double d;
+		char buf[24];
+		memcpy(buf, p, 10);
+		memcpy(buf + 10, " 00:00:00", 10);
+		if (!tl_parse_time(buf, 19, &d))
+			return false;
+		memcpy(C->date, p, 10);
+		C->date_t = d;
+	}
+	hh = (p[11] - '0') * 10 + (p[12] - '0');
+	mm = (p[14] - '0') * 10 + (p[15] - '0');
+	ss = (p[17] - '0') * 10 + (p[18] - '0');
+	ms = (p[20] - '0') * 100 + (p[21] - '0') * 10 + (p[22] - '0');
+	if (hh > 23 || mm > 59 || ss > 60)
+		return false;
+	*t = C->date_t + (double)(hh * 3600 + mm * 60 + ss) + ms / 1000.0;
+	return true;
+}
+
+static inline bool keq(const char *a, const char *b, size_t n)
+{
+	for (; n >= 8; a += 8, b += 8, n -= 8)
+		if (load8(a) != load8(b))
+			return false;
+	for (; n; a++, b++, n--)
+		if (*a != *b)
+			return false;
+	return true;
+}
+
+static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
+{
+	tl_src *S = C->src;
+	char key[128];
+	size_t kl = 0;
+	char *uuid = NULL, *pci = NULL;
+	int index = -1, id;
+
+	for (int i = 0; i < 3; i++) {
+		if (kl + idn[i] + 1 >= sizeof key)
+			break;
+		memcpy(key + kl, ids[i] ? ids[i] : "", idn[i]);
+		kl += idn[i];
+		key[kl++] = '|';
+	}
+	/* interleaved logs cycle through their GPUs: try the entry after
+	 * the last hit first */
+	for (int i = 0, j = C->hit; i < C->ncache; i++, j++) {
+		if (j >= C->ncache)
+			j = 0;
+		if (C->cache[j].len == kl && keq(C->cache[j].key, key, kl)) {
+			C->hit = j + 1;
+			return C->cache[j].id;
+		}
+	}
+	if (ids[0] && idn[0]) {
+		char *end, buf[24];
+		long v;
+		size_t n = idn[0] < sizeof buf - 1 ? idn[0] : sizeof buf - 1;
+		memcpy(buf, ids[0], n);
+		buf[n] = '\0';
+		v = strtol(buf, &end, 10);
+		if (*end || v < 0 || v > 1000000)
+			return tm_fail(S->err, TM_EINPUT, "%s:%ld: GPU index: "
+			               "expected a number, found \"%s\"", S->file,
+			               S->line, buf), -1;
+		index = (int)v;
+	}
+	if (ids[1] && idn[1] && !is_missing(ids[1], ids[1] + idn[1]))
+		pci = strndup(ids[1], idn[1]);
+	if (ids[2] && idn[2] && !is_missing(ids[2], ids[2] + idn[2]))
+		uuid = strndup(ids[2], idn[2]);
+	if (!C->have_id && !C->warned_noid) {
+		C->warned_noid = true;
+		tm_warn("%s: no index, pci.bus_id or uuid column: every row is "
+		        "taken as GPU 0 of host %s", S->file, C->host);
+		index = 0;
+	} else if (!C->have_id) {
+		index = 0;
+	}
+	id = tl_gpu(S, C->host, uuid, pci, index);
+	free(uuid);
+	free(pci);
+	if (id >= 0 && kl < sizeof key) {
+		idcache *c = &C->cache[C->ncache < NCACHE ? C->ncache++ : C->next];
+		if (C->ncache == NCACHE)
+			C->next = (C->next + 1) % NCACHE;
+		memcpy(c->key, key, kl);
+		c->len = kl;
+		c->id = id;
+	}
+	return id;
+}
+
+/* The next ',' (or e), eight bytes at a time where the byte order lets
+ * the lowest set bit name the first match. */
+static inline const char *to_comma(const char *p, const char *e)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	const uint64_t ones = 0x0101010101010101ull;
+	while (e - p >= 8) {
+		uint64_t x = load8(p) ^ (ones * ',');
+		uint64_t m = (x - ones) & ~x & (ones << 7);
+		if (m)
+			return p + (__builtin_ctzll(m) >> 3);
+		p += 8;
+	}
+#endif
+	while (p < e && *p != ',')
+		p++;
+	return p;
+}
+
+/* Hex digit values; 0x80 marks a byte that is not one. */
+static unsigned char hexval[256];
+
+static void hexval_init(void)
+{
+	for (int i = 0; i < 256; i++)
+		hexval[i] = 0x80;
+	for (int i = 0; i < 10; i++)
+		hexval['0' + i] = (unsigned char)i;
+	for (int i = 0; i < 6; i++)
+		hexval['a' + i] = hexval['A' + i] = (unsigned char)(10 + i);
+}
+
+/* The value of column c, from p to the comma (or e), trimmed. */
+static int one_value(csv *C, int c, const char *vp, const char *ve,
+                     tl_sample *s, const char **ids, size_t *idn)
+{
+	trim(&vp, &ve);
+	switch (C->cols[c].kind) {
+	case C_TIME:
+		if (!smi_time(C, vp, ve, &s->t) &&
+		    !tl_parse_time(vp, (size_t)(ve - vp), &s->t))
+			return bad_value(C, c, vp, ve, "a time "
+			       "(YYYY/MM/DD HH:MM:SS.mmm or ISO 8601)");
+		break;
+	case C_INDEX:
+	case C_PCI:
+	case C_UUID: {
+		int k = C->cols[c].kind == C_INDEX ? 0
+		        : C->cols[c].kind == C_PCI ? 1 : 2;
+		ids[k] = vp;
+		idn[k] = (size_t)(ve - vp);
+		break;
+	}
+	case C_NUM: {
+		double v;
+		const char *r = parse_num(vp, ve, &v);
+		if (r && unit_ok(r, ve))
+			s->v[C->cols[c].field] = v;
+		else if (!is_missing(vp, ve))
+			return bad_value(C, c, vp, ve, "a number");
+		break;
+	}
+	case C_MASK: {
+		unsigned long long m = 0;
+		const char *r = vp;
+		if (ve - vp > 2 && vp[0] == '0' && (vp[1] == 'x' || vp[1] == 'X')) {
+			for (r = vp + 2; r < ve && isxdigit((unsigned char)*r); r++)
+				m = m << 4 | (unsigned)(isdigit((unsigned char)*r)
+				    ? *r - '0' : tolower((unsigned char)*r) - 'a' + 10);
+		}
+		if (r == ve && ve - vp > 2 && ve - vp <= 18)
+			tl_reasons(s, m);
+		else if (!is_missing(vp, ve))
+			return bad_value(C, c, vp, ve,
+			                 "a bitmask like 0x0000000000000004");
+		break;
+	}
+	case C_FLAG: {
+		double v, *f = &s->v[C->cols[c].field];
+		if (ve - vp == 6 && memcmp(vp, "Active", 6) == 0)
+			v = 1;
+		else if (ve - vp == 10 && memcmp(vp, "Not Active", 10) == 0)
+			v = 0;
+		else if (is_missing(vp, ve))
+			break;
+		else
+			return bad_value(C, c, vp, ve, "Active or Not Active");
+		*f = isnan(*f) ? v : (double)(*f != 0 || v != 0);
+		break;
+	}
+	case C_COUNT: {
+		double v, *f = &s->v[C->cols[c].field];
+		const char *r = parse_num(vp, ve, &v);
+		if (r && unit_ok(r, ve))
+			*f = isnan(*f) ? v : *f + v;
+		else if (!is_missing(vp, ve))
+			return bad_value(C, c, vp, ve, "a number");
+		break;
+	}
+	case C_SKIP:
+		break;
+	}
+	return 0;
+}
+
+/* One data row, in one pass over its bytes. Plain numbers ("691.37")
+ * are read in place; anything else (units, [N/A], hex, words) goes to
+ * one_value(). */
+typedef struct rowrec {   /* a parsed row waiting to be pushed */
+	const char *ids[3];   /* index, pci.bus_id, uuid as in the row */
+	size_t idn[3];
+	long line;            /* line within its chunk */
+	tl_sample s;
+} rowrec;
+
+static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
+{
+	tl_src *S = C->src;
+	const char *p = line, *e = line + len;
+	const char **ids = r->ids;
+	size_t *idn = r->idn;
+	int c = 0, rc;
+
+	ids[0] = ids[1] = ids[2] = NULL;
+	idn[0] = idn[1] = idn[2] = 0;
+	tl_sample_clear(&r->s);
+	for (;; c++) {
+		const char *q;
+		if (c >= C->ncols)
+			return tm_fail(S->err, TM_EINPUT, "%s:%ld: expected %d "
+			               "fields, found more", S->file, S->line,
+			               C->ncols);
+		switch (C->cols[c].kind) {
+		case C_NUM: {
+			const char *v = p;
+			uint64_t m = 0;
+			int nd = 0, frac = 0;
+			while (v < e && *v == ' ')
+				v++;
+			while (v < e && (unsigned)(*v - '0') < 10) {
+				m = m * 10 + (uint64_t)(*v++ - '0');
+				nd++;
+			}
+			if (v < e && *v == '.') {
+				v++;
+				while (v < e && (unsigned)(*v - '0') < 10) {
+					m = m * 10 + (uint64_t)(*v++ - '0');
+					nd++;
+					frac++;
+				}
+			}
+			if (nd > 0 && nd <= 15 && (v == e || *v == ',')) {
+				r->s.v[C->cols[c].field] = frac ? (double)m /
+				        pow10tab[frac] : (double)m;
+				q = v;
+				goto next;
+			}
+			break;
+		}
+		case C_FLAG: {
+			const char *v = p;
+			double x, *f = &r->s.v[C->cols[c].field];
+			while (v < e && *v == ' ')
+				v++;
+			if (e - v >= 10 && load8(v) == load8("Not Active") &&
+			    v[8] == 'v' && v[9] == 'e' &&
+			    (v + 10 == e || v[10] == ',')) {
+				q = v + 10;
+				x = 0;
+			} else if (e - v >= 6 && v[0] == 'A' &&
+			           !memcmp(v, "Active", 6) &&
+			           (v + 6 == e || v[6] == ',')) {
+				q = v + 6;
+				x = 1;
+			} else {
+				break;
+			}
+			*f = isnan(*f) ? x : (double)(*f != 0 || x != 0);
+			goto next;
+		}
+		case C_MASK: {
+			const char *v = p;
+			uint64_t m = 0;
+			unsigned bad = 0;
+			while (v < e && *v == ' ')
+				v++;
+			/* nvidia-smi prints 0x and 16 digits */
+			if (e - v < 18 || v[0] != '0' || v[1] != 'x' ||
+			    (v + 18 < e && v[18] != ','))
+				break;
+			for (int i = 2; i < 18; i++) {
+				unsigned d = hexval[(unsigned char)v[i]];
+				bad |= d;
+				m = m << 4 | (d & 15);
+			}
+			if (bad & 0x80)
+				break;
+			tl_reasons(&r->s, m);
+			q = v + 18;
+			goto next;
+		}
+		case C_TIME: {
+			const char *v = p;
+			while (v < e && *v == ' ')
+				v++;
+			if (e - v >= 23 && (v + 23 == e || v[23] == ',') &&
+			    smi_time(C, v, v + 23, &r->s.t)) {
+				q = v + 23;
+				goto next;
+			}
+			break;
+		}
+		default:
+			break;
+		}
+		q = to_comma(p, e);
+		if (C->cols[c].kind != C_SKIP &&
+		    (rc = one_value(C, c, p, q, &r->s, ids, idn)))
+			return rc;
+next:
+		if (q == e)
+			break;
+		p = q + 1;
+	}
+	if (c + 1 < C->ncols)
+		return tm_fail(S->err, TM_EINPUT, "%s:%ld: expected %d fields, "
+		               "found %d", S->file, S->line, C->ncols, c + 1);
+	return 0;
+}
+
+static int push_row(csv *C, rowrec *r)
+{
+	int id;
+	C->src->rows++;
+	id = row_gpu(C, r->ids, r->idn);
+	if (id < 0)
+		return TM_EINPUT;
+	return tl_push(C->src, id, &r->s);
+}
+
+static int csv_row(csv *C, const char *line, size_t len)
+{
+	rowrec r;
+	int rc = parse_row(C, line, len, &r);
+	return rc ? rc : push_row(C, &r);
+}
+
+static int csv_begin(csv *C, tl_src *src)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, hexval_init);
+	memset(C, 0, sizeof *C);
+	C->src = src;
+	C->host = src->host;
+	if (!C->host)
+		return tm_fail(src->err, TM_EINPUT, "%s: no host: name it "
+		               "with --host NAME or a file name like "
+		               "HOST.csv", src->file);
+	return 0;
+}
+
+static void csv_end(csv *C)
+{
+	free(C->cols);
+	C->cols = NULL;
+}
+
+/* Feeds one line; pending holds a short row that is only acceptable as
+ * the cut last line of the file. */
+static int csv_line(csv *C, const char *line, size_t len, bool *hdr_seen)
+{
+	tl_src *S = C->src;
+	const char *p = line;
+	while (p < line + len && (*p == ' ' || *p == '\t'))
+		p++;
+	if (p == line + len)
+		return 0;  /* blank */
+	if (!*hdr_seen || (isalpha((unsigned char)*p) &&
+	                   looks_like_header(line, len))) {
+		if (!*hdr_seen ? isalpha((unsigned char)*p)
+		               : looks_like_header(line, len)) {
+			if (set_header(C, line, len, false) == 0)
+				return tm_fail(S->err, TM_EINPUT, "%s:%ld: the "
+				       "header names no column thermap reads "
+				       "(temperature.gpu, power.draw, clocks.sm, "
+				       "utilization.gpu); found \"%.*s%s\"",
+				       S->file, S->line, len > 60 ? 60 : (int)len,
+				       line, len > 60 ? "..." : "");
+			*hdr_seen = true;
+			return 0;
+		}
+		if (!S->fields)
+			return tm_fail(S->err, TM_EINPUT, "%s:%ld: no header "
+			               "line; name the columns with --fields "
+			               "(the --query-gpu list)", S->file, S->line);
+		if (set_header(C, S->fields, strlen(S->fields), false) == 0)
+			return tm_fail(S->err, TM_EINPUT, "--fields: no column "
+			               "thermap reads (temperature.gpu, "
+			               "power.draw, clocks.sm, ...)");
+		*hdr_seen = true;
+	}
+	return csv_row(C, line, len);
+}
+
+/* Counts the fields of a line, to tell a cut last row from a bad one. */
+static int nfields(const char *p, size_t n)
+{
+	int k = 1;
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == ',';
+	return k;
+}
+
+
+/* ---- parallel parsing of large CSV files ------------------------------------
+ * A large regular file is cut into CHUNK-byte pieces at line starts; worker
+ * threads parse pieces into rows, and this thread pushes the rows in file
+ * order, so the result is the same as reading line by line. Workers take
+ * only plain data rows: at the first line that is anything else (a
+ * header, a bad value, a cut last line, an over-long line) the piece stops
+ * there and the sequential reader takes over at that line, so every
+ * message and every rule stays in one place. */
+
+#define CHUNK (1u << 20)
+#define PAR_MIN (4u << 20)   /* files smaller than this stay sequential */
+#define PAR_MAX_THREADS 4
+
+typedef struct chunk {
+	char *buf;            /* for pread when mapping fails */
+	const char *data;     /* the piece: mapped or in buf */
+	void *map;
+	size_t maplen;
+	rowrec *rec;
+	long nrec, caprec;
+	long nlines;          /* lines taken before a stop */
+	long long stop_off;   /* -1, or where the sequential reader goes on */
+	long k;               /* piece number, -1 when free */
+	int state;            /* 0 free, 1 being parsed, 2 parsed */
+} chunk;
+
+typedef struct par {
+	const csv *C;
+	int fd;
+	long long data_off, size, page;
+	long npieces, next;
+	chunk *slot;
+	int nslots;
+	bool quit;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+} par;
+
+static ssize_t pread_all(int fd, char *buf, size_t n, long long off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + (long long)got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	return (ssize_t)got;
+}
+
+static void parse_piece(par *P, chunk *ch)
+{
+	long long cs = P->data_off + ch->k * (long long)CHUNK;
+	long long ce = cs + CHUNK < P->size ? cs + CHUNK : P->size;
+	long long rs = ch->k ? cs - 1 : cs;
+	size_t want = (size_t)(ce - rs) + TL_MAX_LINE + 2, pos = 0, len;
+	ssize_t got;
+	csv W = *P->C;   /* own date cache; columns shared, read only */
+	const char *nul;
+	tl_src S = *P->C->src;
+	tm_error err = { 0, "" };
+
+	W.src = &S;
+	S.err = &err;
+	ch->nrec = ch->nlines = 0;
+	ch->stop_off = -1;
+	if (rs + (long long)want > P->size)
+		want = (size_t)(P->size - rs);
+	/* Map the piece (no copy); fall back to reading it. The mapping
+	 * is dropped after the piece is pushed, so memory stays bounded. */
+	{
+		long long page = P->page, moff = rs / page * page;
+		size_t mlen = want + (size_t)(rs - moff);
+		void *m = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, P->fd,
+		               (off_t)moff);
+		if (m != MAP_FAILED) {
+			ch->map = m;
+			ch->maplen = mlen;
+			ch->data = (char *)m + (rs - moff);
+			got = (ssize_t)want;
+		} else {
+			ch->data = ch->buf;
+			got = pread_all(P->fd, ch->buf, want, rs);
+		}
+	}
+	if (got < 0 || (size_t)got != want) {
+		ch->stop_off = cs;   /* let the sequential reader report it */
+		return;
+	}
+	len = (size_t)got;
+	if (ch->k) {   /* skip the line that began in the previous piece */
+		char *nl = memchr(ch->data, '\n', len);
+		if (!nl)
+			return;
+		pos = (size_t)(nl - ch->data) + 1;
+	}
+	/* a NUL anywhere stops the piece at its line: one scan per piece */
+	nul = memchr(ch->data + pos, '\0', len - pos);
+	while (rs + (long long)pos < ce) {
+		const char *l = ch->data + pos, *nl = memchr(l, '\n', len - pos);
+		size_t n;
+		const char *p;
+		if (!nl || (size_t)(nl - l) > TL_MAX_LINE) {
+			ch->stop_off = rs + (long long)pos;   /* cut or too long */
+			return;
+		}
+		n = (size_t)(nl - l);
+		if (n && l[n - 1] == '\r')
+			n--;
+		for (p = l; p < l + n && (*p == ' ' || *p == '\t'); p++)
+			;
+		if (p < l + n) {
+			rowrec *r;
+			if (!isdigit((unsigned char)*p) || (nul && nul < l + n)) {
+				ch->stop_off = rs + (long long)pos;
+				return;
+			}
+			if (ch->nrec == ch->caprec) {
+				ch->caprec = ch->caprec ? 2 * ch->caprec : 4096;
+				ch->rec = xrealloc(ch->rec, (size_t)ch->caprec *
+				                   sizeof *ch->rec);
+			}
+			r = &ch->rec[ch->nrec];
+			if (parse_row(&W, l, n, r) != 0) {
+				ch->stop_off = rs + (long long)pos;
+				return;
+			}
+			r->line = ch->nlines;
+			ch->nrec++;
+		}
+		ch->nlines++;
+		pos = (size_t)(nl - ch->data) + 1;
+	}
+}
+
+static void *worker(void *arg)
+{
+	par *P = arg;
+	pthread_mutex_lock(&P->mu);
+	for (;;) {
+		chunk *ch;
+		long k = P->next;
+		if (P->quit || k >= P->npieces)
+			break;
+		ch = &P->slot[k % P->nslots];
+		if (ch->state != 0) {
+			pthread_cond_wait(&P->cv, &P->mu);
+			continue;
+		}
+		P->next++;
+		ch->state = 1;
+		ch->k = k;
+		pthread_mutex_unlock(&P->mu);
+		parse_piece(P, ch);
+		pthread_mutex_lock(&P->mu);
+		ch->state = 2;
+		pthread_cond_broadcast(&P->cv);
+	}
+	pthread_mutex_unlock(&P->mu);
+	return NULL;
+}
+
+/* Threads for parsing: THERMAP_THREADS when set (1 = no threads), else
+ * the processors online, at most PAR_MAX_THREADS. */
+static int ncpus(void)
+{
+	const char *env = getenv("THERMAP_THREADS");
+	long n = env && *env ? strtol(env, NULL, 10)
+	                     : sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > PAR_MAX_THREADS ? PAR_MAX_THREADS : (int)n;
+}
+
+/* Reads the rest of the file from L's position in parallel. Returns 0
+ * with L positioned where sequential reading must go on (the end, or a
+ * line the workers did not take), or an error. */
+static int csv_parallel(csv *C, tl_lines *L)
+{
+	struct stat st;
+	par P;
+	pthread_t th[PAR_MAX_THREADS];
+	int nth = ncpus(), started = 0, rc = 0;
+	long long resume = -1;
+	long line_base = L->lineno;
+
+	if (nth < 2 || fstat(L->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size - tl_lines_tell(L) < (long long)PAR_MIN)
+		return 0;
+	memset(&P, 0, sizeof P);
+	P.C = C;
+	P.fd = L->fd;
+	P.data_off = tl_lines_tell(L);
+	P.size = st.st_size;
+	P.npieces = (long)((P.size - P.data_off + CHUNK - 1) / CHUNK);
+	P.nslots = nth + 2;
+	P.page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	P.slot = xcalloc((size_t)P.nslots, sizeof *P.slot);
+	for (int i = 0; i < P.nslots; i++) {
+		P.slot[i].buf = xmalloc(CHUNK + TL_MAX_LINE + 2);
+		P.slot[i].k = -1;
+	}
+	pthread_mutex_init(&P.mu, NULL);
+	pthread_cond_init(&P.cv, NULL);
+	for (int i = 0; i < nth; i++)
+		if (pthread_create(&th[i], NULL, worker, &P) == 0)
+			started++;
+	if (started == 0)
+		resume = P.data_off;
+	for (long k = 0; k < P.npieces && resume < 0 && !rc; k++) {
+		chunk *ch = &P.slot[k % P.nslots];
+		pthread_mutex_lock(&P.mu);
+		while (ch->state != 2 || ch->k != k)
+			pthread_cond_wait(&P.cv, &P.mu);
+		pthread_mutex_unlock(&P.mu);
+		for (long i = 0; i < ch->nrec && !rc; i++) {
+			C->src->line = line_base + ch->rec[i].line + 1;
+			rc = push_row(C, &ch->rec[i]);
+		}
+		line_base += ch->nlines;
+		if (ch->stop_off >= 0)
+			resume = ch->stop_off;
+		if (ch->map) {
+			munmap(ch->map, ch->maplen);
+			ch->map = NULL;
+		}
+		pthread_mutex_lock(&P.mu);
+		ch->state = 0;
+		pthread_cond_broadcast(&P.cv);
+		pthread_mutex_unlock(&P.mu);
+	}
+	pthread_mutex_lock(&P.mu);
+	P.quit = true;
+	pthread_cond_broadcast(&P.cv);
+	pthread_mutex_unlock(&P.mu);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < P.nslots; i++) {
+		if (P.slot[i].map)
+			munmap(P.slot[i].map, P.slot[i].maplen);
+		free(P.slot[i].buf);
+		free(P.slot[i].rec);
+	}
+	free(P.slot);
+	pthread_mutex_destroy(&P.mu);
+	pthread_cond_destroy(&P.cv);
+	if (rc)
+		return rc;
+	return tl_lines_seek(L, resume >= 0 ? resume : P.size, line_base);
+}
+
+int tl_read_csv(tl_src *src, tl_lines *L)
+{
+	csv C;
+	bool hdr = false;
+	const char *line;
+	size_t len;
+	int rc, tries = 0;
+
+	src->format = "nvidia-smi csv";
+	if ((rc = csv_begin(&C, src)))
+		return rc;
+	while ((rc = tl_lines_next(L, &line, &len)) == 1) {
+		src->line = L->lineno;
+		rc = csv_line(&C, line, len, &hdr);
+		if (rc == 0) {
+			if (hdr && tries < 64) {
+				tries++;
+				if ((rc = csv_parallel(&C, L)))
+					break;
+			}
+			continue;
+		}
+		/* A row with too few fields that ends the file is a log cut
+		 * mid-row: count it and stop. */
+		if (hdr && nfields(line, len) < C.ncols) {
+			const char *l2;
+			size_t n2;
+			if (tl_lines_next(L, &l2, &n2) == 0) {
+				src->skipped[TL_SKIP_CUT]++;
+				src->err->code = 0;   /* not an error after all */
+				src->err->msg[0] = '\0';
+				rc = 0;
+				break;
+			}
+			rc = TM_EINPUT;
+		}
+		break;
+	}
+	csv_end(&C);
+	if (rc == 0 && !hdr)
+		return tm_fail(src->err, TM_EINPUT, "%s: empty: no header and "
+		               "no rows", src->file);
+	return rc;
+}
+
+static bool has(const char *p, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+	for (size_t i = 0; i + k <= n; i++)
+		if (memcmp(p + i, needle, k) == 0)
+			return true;
+	return false;
+}
+
+/* ---- nvidia_gpu_exporter captures ------------------------------------------
+ * Sections of raw nvidia-smi output; the `--query-gpu ... --format=csv`
+ * sections are CSV with a header and one row per GPU. */
+
+int tl_read_capture(tl_src *src, tl_lines *L)
+{
+	csv C;
+	const char *line;
+	size_t len;
+	int rc, state = 0;  /* 0 outside, 1 after the command, 2 in the CSV */
+	bool hdr = false;
+	int sections = 0;
+
+	src->format = "nvidia_gpu_exporter capture";
+	if ((rc = csv_begin(&C, src)))
+		return rc;
+	while ((rc = tl_lines_next(L, &line, &len)) == 1) {
+		src->line = L->lineno;
+		if (len >= 4 && memcmp(line, "####", 4) == 0) {
+			if (state == 1)
+				state = 2;
+			else if (state == 2)
+				state = 0;
+			continue;
+		}
+		if (len > 4 && memcmp(line, "# $ ", 4) == 0) {
+			state = 0;
+			if (has(line, len, "--query-gpu=") &&
+			    has(line, len, "--format=csv")) {
+				state = 1;
+				hdr = false;
+				sections++;
+			}
+			continue;
+		}
+		if (state == 2 && (rc = csv_line(&C, line, len, &hdr)))
+			break;
+	}
+	csv_end(&C);
+	if (rc == 0 && sections == 0)
+		return tm_fail(src->err, TM_EINPUT, "%s: capture without a "
+		               "--query-gpu section", src->file);
+	return rc;
+}
+
+/* ---- nvidia-smi dmon ------------------------------------------------------
+ * "#Date Time gpu pwr gtemp ... pclk" then a units line, then
+ * whitespace-separated rows; "-" is a missing value. */
+
+int tl_read_dmon(tl_src *src, tl_lines *L)
+{
+	enum { D_SKIP, D_DATE, D_TIME, D_GPU, D_NUM };
+	int kind[64], field[64], ncols = 0, rc;
+	const char *line;
+	size_t len;
+	double last_tod = NAN, wrap = 0;
+
+	src->format = "nvidia-smi dmon";
+	if (!src->host)
+		return tm_fail(src->err, TM_EINPUT, "%s: no host: name it with "
+		               "--host NAME or a file name like HOST.txt",
+		               src->file);
+	while ((rc = tl_lines_next(L, &line, &len)) == 1) {
+		char buf[1024], *tok, *save = NULL;
+		int c = 0, gpu = -1, id;
+		tl_sample s;
+		double date = NAN, tod = NAN;
+
+		src->line = L->lineno;
+		if (len >= sizeof buf)
+			return tm_fail(src->err, TM_EINPUT, "%s:%ld: dmon line "
+			               "longer than %zu bytes", src->file,
+			               src->line, sizeof buf - 1);
+		memcpy(buf, line, len);
+		buf[len] = '\0';
+		if (buf[0] == '#') {
+			char *h = buf + 1;
+			if (ncols > 0 && strstr(h, "YYYY") == NULL &&
+			    strstr(h, "Idx") == NULL && strstr(h, "gpu") == NULL)
+				continue;
+			if (strstr(h, "Idx") || strstr(h, "YYYY") ||
+			    strstr(h, "HH:MM"))
+				continue;  /* the units line */
+			ncols = 0;
+			for (tok = strtok_r(h, " \t", &save); tok && ncols < 64;
+			     tok = strtok_r(NULL, " \t", &save), ncols++) {
+				kind[ncols] = D_SKIP;
+				if (!strcmp(tok, "Date"))
+					kind[ncols] = D_DATE;
+				else if (!strcmp(tok, "Time"))
+					kind[ncols] = D_TIME;
+				else if (!strcmp(tok, "gpu"))
+					kind[ncols] = D_GPU;
+				else if (!strcmp(tok, "pwr"))
+					kind[ncols] = D_NUM, field[ncols] = TL_POWER;
+				else if (!strcmp(tok, "gtemp"))
+					kind[ncols] = D_NUM, field[ncols] = TL_TEMP;
+				else if (!strcmp(tok, "sm"))
+					kind[ncols] = D_NUM, field[ncols] = TL_UTIL;
+				else if (!strcmp(tok, "pclk"))
+					kind[ncols] = D_NUM,
+					field[ncols] = TL_SM_CLOCK;
+			}
+			continue;
+		}
+		if (strspn(buf, " \t") == len)
+			continue;
+		if (ncols == 0)
+			return tm_fail(src->err, TM_EINPUT, "%s:%ld: dmon row "
+			               "before the \"# gpu ...\" header",
+			               src->file, src->line);
+		tl_sample_clear(&s);
+		for (tok = strtok_r(buf, " \t", &save); tok;
+		     tok = strtok_r(NULL, " \t", &save), c++) {
+			double v;
+			const char *r;
+			if (c >= ncols)
+				return tm_fail(src->err, TM_EINPUT, "%s:%ld: "
+				               "expected %d fields, found more",
+				               src->file, src->line, ncols);
+			if (kind[c] == D_SKIP)
+				continue;
+			if (kind[c] == D_DATE) {
+				char d[32];
+				if (strlen(tok) != 8)
+					return tm_fail(src->err, TM_EINPUT,
+					       "%s:%ld: date: expected YYYYMMDD, "
+					       "found \"%.20s\"", src->file,
+					       src->line, tok);
+				snprintf(d, sizeof d, "%.4s-%.2s-%.2sT00:00:00",
+				         tok, tok + 4, tok + 6);
+				if (!tl_parse_time(d, strlen(d), &date))
+					return tm_fail(src->err, TM_EINPUT,
+					       "%s:%ld: date: expected YYYYMMDD, "
+					       "found \"%.20s\"", src->file,
+					       src->line, tok);
+				continue;
+			}
+			if (kind[c] == D_TIME) {
+				char d[40];
+				snprintf(d, sizeof d, "1970-01-01T%.12s", tok);
+				if (!tl_parse_time(d, strlen(d), &tod))
+					return tm_fail(src->err, TM_EINPUT,
+					       "%s:%ld: time: expected HH:MM:SS, "
+					       "found \"%.20s\"", src->file,
+					       src->line, tok);
+				continue;
+			}
+			if (!strcmp(tok, "-"))
+				continue;
+			r = parse_num(tok, tok + strlen(tok), &v);
+			if (!r || *r)
+				return tm_fail(src->err, TM_EINPUT, "%s:%ld: "
+				               "field %d: expected a number, "
+				               "found \"%.20s\"", src->file,
+				               src->line, c + 1, tok);
+			if (kind[c] == D_GPU)
+				gpu = (int)v;
+			else
+				s.v[field[c]] = v;
+		}
+		if (c < ncols)
+			return tm_fail(src->err, TM_EINPUT, "%s:%ld: expected %d "
+			               "fields, found %d", src->file, src->line,
+			               ncols, c);
+		if (!isnan(tod)) {
+			if (!isnan(date)) {
+				s.t = date + tod;
+			} else {
+				/* time of day only: count midnights */
+				if (!isnan(last_tod) && tod < last_tod - 43200)
+					wrap += 86400;
+				last_tod = tod;
+				s.t = tod + wrap;
+			}
+		}
+		src->rows++;
+		id = tl_gpu(src, src->host, NULL, NULL, gpu < 0 ? 0 : gpu);
+		if (id < 0)
+			return TM_EINPUT;
+		if ((rc = tl_push(src, id, &s)))
+			return rc;
+	}
+	if (rc == 0 && ncols == 0)
+		return tm_fail(src->err, TM_EINPUT, "%s: no dmon header",
+		               src->file);
+	return rc;
+}

@@ -1,0 +1,185 @@
+/*
+ * telemetry.h — the stream between the telemetry readers (tele_csv.c,
+ * tele_prom.c) and the profile builder (telemetry.c).
+ *
+ * A reader turns one input file into samples: one GPU, one moment, the
+ * values it read (NAN for each value the input does not have). It names the
+ * GPU with tl_gpu() and hands each sample to tl_push(), in the order the
+ * file has them. The builder keeps a fixed amount of state per GPU, so
+ * memory grows with the number of GPUs, never with the input.
+ */
+#ifndef THERMAP_TELEMETRY_H
+#define THERMAP_TELEMETRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "internal.h"
+
+enum tl_field {
+	TL_TEMP,         /* GPU temperature, °C */
+	TL_POWER,        /* power draw, W */
+	TL_POWER_LIMIT,  /* enforced power limit, W */
+	TL_SM_CLOCK,     /* current SM clock, MHz */
+	TL_SM_CLOCK_MAX, /* maximum SM clock, MHz */
+	TL_UTIL,         /* GPU utilisation, % */
+	TL_TLIMIT,       /* margin to the slowdown point, °C, as reported */
+	TL_SLOWDOWN_C,   /* slowdown threshold, °C */
+	TL_THERMAL,      /* 1: a thermal clock event reason is active, 0: none */
+	TL_PCAP,         /* 1: the software power cap is active, 0: not */
+	TL_THERMAL_US,   /* counter: µs spent in thermal slowdown so far */
+	TL_PCAP_US,      /* counter: µs spent power capped so far */
+	TL_NFIELDS
+};
+
+typedef struct tl_sample {
+	double t;              /* seconds since 1970 (naive times read as
+	                          UTC); NAN when the input has no time */
+	double v[TL_NFIELDS];  /* NAN = not in the input / missing */
+} tl_sample;
+
+/* Clock event reason bits (nvidia-smi clocks_event_reasons.active, DCGM
+ * DCGM_FI_DEV_CLOCKS_EVENT_REASONS; the same bits under the older
+ * "throttle reasons" names). */
+#define TL_REASON_IDLE          0x001ull
+#define TL_REASON_APP_CLOCKS    0x002ull
+#define TL_REASON_SW_POWER_CAP  0x004ull
+#define TL_REASON_HW_SLOWDOWN   0x008ull
+#define TL_REASON_SYNC_BOOST    0x010ull
+#define TL_REASON_SW_THERMAL    0x020ull
+#define TL_REASON_HW_THERMAL    0x040ull
+#define TL_REASON_HW_POWER_BRAKE 0x080ull
+#define TL_REASON_DISPLAY_CLOCK 0x100ull
+
+/* Reasons a row or value was skipped, counted per file for the summary. */
+enum tl_skip {
+	TL_SKIP_CUT,       /* the last line of the file, cut mid-row */
+	TL_SKIP_WINDOW,    /* outside --from/--to */
+	TL_SKIP_NO_TIME,   /* --from/--to given but the row has no time */
+	TL_SKIP_UNUSED,    /* a metric thermap does not read (Prometheus) */
+	TL_SKIP_BLANK,     /* a DCGM blank sentinel or NaN: no value */
+	TL_NSKIP
+};
+extern const char *const tl_skip_names[TL_NSKIP];
+
+typedef struct tl_sink tl_sink;  /* the profile builder */
+
+typedef struct tl_opts {
+	double from, to;      /* time window; NAN = open */
+	bool from_rel, to_rel;/* seconds after the first time of each file */
+} tl_opts;
+
+tl_sink *tl_sink_new(const tl_opts *o);
+void tl_sink_free(tl_sink *k);
+/* For tests: fn sees every sample tl_push accepts, after the window. */
+void tl_sink_tap(tl_sink *k, void (*fn)(void *ctx, int gpu,
+                 const tl_sample *s), void *ctx);
+/* The identity of GPU id as the builder holds it (pci normalised; uuid,
+ * pci NULL and index -1 when unknown). */
+void tl_gpu_ident(const tl_sink *k, int id, const char **host,
+                  const char **uuid, const char **pci, int *index);
+
+/* One input file being read. The reader fills format, rows and line; the
+ * builder fills the rest. */
+typedef struct tl_src {
+	tl_sink *sink;
+	const char *file;    /* name for messages */
+	const char *host;    /* --host, else NULL */
+	const char *fields;  /* --fields (CSV without a header), else NULL */
+	const char *format;  /* what the reader found, for the summary */
+	long line;           /* line being read, for messages (0: none) */
+	long rows;           /* data rows / series points read */
+	long samples;        /* samples handed to tl_push */
+	long skipped[TL_NSKIP];
+	double t_first, t_last;  /* earliest and latest time (NAN: none) */
+	int ngpus;           /* distinct GPUs this file named */
+	tm_error *err;
+} tl_src;
+
+/* Returns the builder's id (>= 0) of the GPU with this identity, creating
+ * it on first use; host must be set, index is -1 when unknown, uuid and pci
+ * may be NULL (pci is normalised here). Returns -1 with err set when the
+ * identity contradicts one seen before. */
+int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
+           int index);
+
+/* Hands one sample of GPU gpu to the builder. Returns 0, or TM_EINPUT with
+ * err set ("FILE:LINE: ...") when time goes backwards for that GPU. */
+int tl_push(tl_src *src, int gpu, const tl_sample *s);
+
+static inline void tl_sample_clear(tl_sample *s)
+{
+	s->t = NAN;
+	for (int i = 0; i < TL_NFIELDS; i++)
+		s->v[i] = NAN;
+}
+
+/* Sets TL_THERMAL and TL_PCAP from a reasons bitmask (ORed with what the
+ * sample already says). */
+void tl_reasons(tl_sample *s, unsigned long long mask);
+
+/* Host name from a file name: the base name without directories and
+ * without its last extension ("logs/gpu-a01.csv" -> "gpu-a01"); NULL when
+ * that is not a valid host name. The caller frees it. */
+char *tl_host_from_file(const char *file);
+
+/* Ends every GPU's stream and writes the thermap.profile/1 document to
+ * out; *ngpus is the number of entries. */
+int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus);
+
+/* Reads one input file (format found from its content) into src->sink;
+ * src->file and src->host (--host or NULL) are set by the caller. */
+int tl_read_file(tl_src *src);
+
+/* ---- reading lines ----------------------------------------------------- */
+
+#define TL_MAX_LINE (1u << 16)  /* longest line accepted, bytes */
+
+typedef struct tl_lines {
+	int fd;
+	const char *file;
+	char *buf;
+	size_t cap, start, end;
+	long long base;       /* file offset of buf[0] */
+	long lineno;          /* number of the line last returned */
+	bool eof;
+	bool unterminated;    /* the line last returned had no '\n' */
+	tm_error *err;
+} tl_lines;
+
+/* Opens file ("-" reads stdin). Returns 0 or TM_EINPUT with err set. */
+int tl_lines_open(tl_lines *L, const char *file, tm_error *err);
+/* Up to n bytes from the start of the file, without consuming them. */
+size_t tl_lines_peek(tl_lines *L, const char **p);
+/* Returns 1 and the next line (without "\n" or "\r\n"), 0 at the end, or
+ * TM_EINPUT with err set (read error, NUL byte, line over TL_MAX_LINE). */
+int tl_lines_next(tl_lines *L, const char **line, size_t *len);
+void tl_lines_close(tl_lines *L);
+/* File offset of the next line tl_lines_next() would return. */
+long long tl_lines_tell(const tl_lines *L);
+/* Continues at file offset off, the start of line number lineno + 1. */
+int tl_lines_seek(tl_lines *L, long long off, long lineno);
+
+/* ---- readers ----------------------------------------------------------- */
+
+/* Each reads one file into src->sink and returns 0 or an exit code with
+ * src->err set. */
+int tl_read_csv(tl_src *src, tl_lines *L);     /* nvidia-smi --query-gpu */
+int tl_read_dmon(tl_src *src, tl_lines *L);    /* nvidia-smi dmon */
+int tl_read_capture(tl_src *src, tl_lines *L); /* nvidia_gpu_exporter */
+int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
+/* Prometheus query_range JSON: the whole file is read (it is bounded by
+ * TM_MAX_INPUT_BYTES), its points are kept until tl_qrange_flush(), which
+ * merges the series of every query_range file by GPU and time and pushes
+ * them. The tl_src of every query_range file stays valid (and is the one
+ * to charge rows and samples to) until tl_qrange_flush() returns. */
+int tl_read_qrange(tl_src *src, const char *text, size_t len);
+int tl_qrange_flush(tl_sink *k, tm_error *err);
+
+/* Shared by the CSV and Prometheus readers. */
+/* Parses a time: "2026/11/21 12:15:28.037", ISO 8601 with optional
+ * fraction and zone ("2025-09-24T03:17:04.490Z", "... +02:00"), or
+ * seconds since 1970. Returns false when it is none of these. */
+bool tl_parse_time(const char *s, size_t n, double *t);
+
+#endif
