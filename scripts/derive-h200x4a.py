@@ -72,21 +72,21 @@ Profile: which samples count (what the data actually shows)
   that GPU's complete rows.
 
 Profile: the fields
-  * temp_idle_c, power_idle_w = median over settled idle samples.
-  * temp_load_c, power_load_w = median over full-load samples.
+  * temp_idle_c, power_idle_w = mean over settled idle samples.
+  * temp_load_c, power_load_w = mean over full-load samples.
   * temp_p95_c (nearest-rank 95th percentile), temp_max_c = over load_samples.
-  * headroom_c = median of temperature.gpu.tlimit over full-load samples.
+  * headroom_c = mean of temperature.gpu.tlimit over full-load samples.
     tlimit is the margin to the slowdown point as the driver reports it; it is
     used as is (not slowdown threshold minus temperature).
-  * power_limit_w = median power.limit over all complete rows of the GPU.
+  * power_limit_w = mean power.limit over all complete rows of the GPU.
   * ambient_c, r_c_per_w = ordinary least squares temp = ambient + r * power
     over all settled samples (idle, busy) of that GPU; ambient rounded to
     0.1 C, r to 4 decimals; R^2 printed on stderr. The fit is over samples,
     not phase means, so the longest phase weighs most.
   * sm_clock_load_mhz = mean clocks.current.sm over full-load samples
     (integer; the mean, because clocks move in 15 MHz steps and a median
-    snaps to one of them); sm_clock_max_mhz = median clocks.max.sm over all
-    rows (integer).
+    snaps to one of them); sm_clock_max_mhz = largest clocks.max.sm over
+    all rows (integer).
   * thermal_slowdown_frac = share of load_samples whose sw_thermal_slowdown or
     hw_thermal_slowdown column reads "Active", or whose
     clocks_event_reasons.active has bit 0x20 or 0x40 set; power_cap_frac =
@@ -101,10 +101,11 @@ Profile: the fields
 
 Known limits (see fixtures/README.md)
   * 30 s does not reach thermal equilibrium here: under full load GPUs 1 and 2
-    still creep from ~64 C (at 54 s) to ~66 C (at 160 s), so the medians sit
+    still creep from ~64 C (at 54 s) to ~66 C (at 160 s), so the means sit
     ~1 C below the end-of-phase values.
-  * temperature.gpu.tlimit and temperature.gpu are integers, so their medians
-    are whole (or half) degrees.
+  * These rules are the ones `thermap profile` implements (docs/profile.md);
+    this script is an independent second implementation, and the tests
+    check that both give the same profile for this recording.
   * SM clocks move in 15 MHz steps; mean clocks under full load differ by
     less than one step between GPUs whose throughput is equal (all four are
     power capped at ~691 W and run ~670 TFLOP/s each), so every derate is
@@ -279,14 +280,8 @@ def read_telemetry(path):
 
 # ---------------------------------------------------------------- statistics
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    if n == 0:
-        return None
-    if n % 2:
-        return xs[n // 2]
-    return (xs[n // 2 - 1] + xs[n // 2]) / 2.0
+def mean(xs):
+    return sum(xs) / len(xs) if xs else None
 
 
 def p95(xs):
@@ -384,18 +379,18 @@ def build_profile(rows, nvml):
             "samples": len(ss),
             "load_samples": len(load),
             "span_s": round((ss[-1]["t"] - ss[0]["t"]).total_seconds(), 3),
-            "temp_idle_c": rnd(median([s["temp"] for s in idle]), 1),
-            "temp_load_c": rnd(median([s["temp"] for s in full]), 1),
+            "temp_idle_c": rnd(mean([s["temp"] for s in idle]), 1),
+            "temp_load_c": rnd(mean([s["temp"] for s in full]), 1),
             "temp_p95_c": rnd(p95([s["temp"] for s in load]), 1),
             "temp_max_c": rnd(max([s["temp"] for s in load]) if load else None, 1),
-            "headroom_c": rnd(median([s["tlimit"] for s in full]), 1),
-            "power_idle_w": rnd(median([s["power"] for s in idle]), 2),
-            "power_load_w": rnd(median([s["power"] for s in full]), 2),
-            "power_limit_w": rnd(median([s["plimit"] for s in ss]), 2),
+            "headroom_c": rnd(mean([s["tlimit"] for s in full]), 1),
+            "power_idle_w": rnd(mean([s["power"] for s in idle]), 2),
+            "power_load_w": rnd(mean([s["power"] for s in full]), 2),
+            "power_limit_w": rnd(mean([s["plimit"] for s in ss]), 2),
             "ambient_c": rnd(a, 1),
             "r_c_per_w": rnd(r, 4),
             "sm_clock_load_mhz": None if smload is None else int(round(smload)),
-            "sm_clock_max_mhz": int(round(median([s["smmax"] for s in ss]))),
+            "sm_clock_max_mhz": int(round(max([s["smmax"] for s in ss]))),
             "thermal_slowdown_frac": rnd(sum(s["thermal"] for s in load) / len(load), 3) if load else None,
             "power_cap_frac": rnd(sum(s["pcap"] for s in load) / len(load), 3) if load else None,
             "derate": None,
