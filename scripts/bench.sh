@@ -1,5 +1,50 @@
 #!/bin/sh
-# make bench: builds and runs the solver benchmark (a report, not a test).
+# make bench: speed and memory figures (a report, not a test).
+#  1. the solver benchmark (build/bench);
+#  2. thermap profile on a large nvidia-smi log made by replaying the real
+#     H200 recording with shifted timestamps: throughput against
+#     `awk -F,` computing only per-GPU mean temperatures over the same file
+#     (measured in the same run), and peak memory.
+# BENCH_PROFILE_MB sets the log size (default 2048); BENCH_DIR where it is
+# written (default a temporary directory, removed afterwards).
 set -eu
-make --no-print-directory build/bench >/dev/null
+T=${1:-build/thermap}
+make --no-print-directory build/bench build/gen_telemetry build/runstat \
+	>/dev/null
 ./build/bench
+
+MB=${BENCH_PROFILE_MB:-2048}
+D=${BENCH_DIR:-$(mktemp -d)}
+trap '[ -z "${BENCH_DIR:-}" ] && rm -rf "$D"' EXIT
+LOG=$D/replay.csv
+echo
+echo "== thermap profile: ${MB} MB nvidia-smi log (replayed real H200 recording)"
+./build/gen_telemetry fixtures/h200x4-a/telemetry.csv $((MB * 1048576)) >"$LOG"
+bytes=$(wc -c <"$LOG")
+rows=$(($(wc -l <"$LOG") - 1))
+cat "$LOG" >/dev/null   # into the page cache, for every contender alike
+
+stat() {  # label, command...: prints "label wall rss" via runstat
+	label=$1; shift
+	./build/runstat -o "$D/out" "$@" 2>"$D/stat" || {
+		echo "bench: $label failed"; cat "$D/stat"; exit 1; }
+	set -- $(tail -1 "$D/stat")
+	echo "$label $1 $2"
+}
+a=$(stat awk awk -F, 'NR>1{s[$2]+=$4;n[$2]++} END{for(k in s) print k, s[k]/n[k]}' "$LOG")
+p=$(stat thermap "$T" profile --host h200x4-a "$LOG" -o "$D/p.json" --quiet)
+s=$(THERMAP_THREADS=1 stat thermap1 "$T" profile --host h200x4-a "$LOG" -o "$D/p1.json" --quiet)
+cmp -s "$D/p.json" "$D/p1.json" || { echo "bench: threaded and single-threaded profiles differ"; exit 1; }
+echo "$a
+$p
+$s" | awk -v bytes="$bytes" -v rows="$rows" -v mb="$MB" '
+	{ wall[$1] = $2; rss[$1] = $3 }
+	END {
+		mbps = bytes / 1048576
+		printf "log: %.0f MiB, %d rows, 4 GPUs; %s\n", mbps, rows, "page cache warm"
+		printf "%-40s %8s %10s %8s %10s\n", "", "wall s", "MiB/s", "vs awk", "peak RSS"
+		printf "%-40s %8.3f %10.0f %8s %7.1f MiB\n", "awk -F, per-GPU mean temperature (baseline)", wall["awk"], mbps / wall["awk"], "1.00x", rss["awk"] / 1024
+		printf "%-40s %8.3f %10.0f %7.2fx %7.1f MiB\n", "thermap profile (threads)", wall["thermap"], mbps / wall["thermap"], wall["awk"] / wall["thermap"], rss["thermap"] / 1024
+		printf "%-40s %8.3f %10.0f %7.2fx %7.1f MiB\n", "thermap profile (THERMAP_THREADS=1)", wall["thermap1"], mbps / wall["thermap1"], wall["awk"] / wall["thermap1"], rss["thermap1"] / 1024
+		printf "targets: >= 4x awk throughput: %s; peak RSS < 64 MiB: %s\n", (wall["awk"] / wall["thermap"] >= 4 ? "met" : "NOT met"), (rss["thermap"] < 65536 && rss["thermap1"] < 65536 ? "met" : "NOT met")
+	}'

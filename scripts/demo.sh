@@ -1,20 +1,26 @@
 #!/bin/sh
-# Plans the real 4xH200 host recorded in fixtures/h200x4-a for a job with
-# pp=2, dp=2, tp=1 whose last stage carries the LM head and loss, then
-# checks the plan and shows what a launcher gets.
+# The main job on real data: profile the raw telemetry recorded on a 4xH200
+# host (fixtures/h200x4-a/telemetry.csv), plan a job with pp=2, dp=2, tp=1
+# whose last stage carries the LM head and loss, check the plan, and show
+# what a launcher gets. Everything is written under demo-plan/.
 set -eu
 T=${1:-build/thermap}
 F=fixtures/h200x4-a
-echo "== thermap plan (real 4xH200 recording, job pp=2 dp=2 tp=1)"
-"$T" plan --cluster $F/cluster.json --profile $F/profile.json \
-	--job $F/job-pp2-dp2.json -o demo-plan
+mkdir -p demo-plan
+echo "== thermap profile (raw nvidia-smi log: 2361 rows, 4 GPUs, 309 s)"
+"$T" profile --host h200x4-a $F/telemetry.csv -o demo-plan/profile.json \
+	--json-summary
 echo
-echo "== demo-plan/env/h200x4-a.env"
-cat demo-plan/env/h200x4-a.env
+echo "== thermap plan"
+"$T" plan --cluster $F/cluster.json --profile demo-plan/profile.json \
+	--job $F/job-pp2-dp2.json -o demo-plan/plan
 echo
-echo "== demo-plan/launch.txt"
-cat demo-plan/launch.txt
+echo "== demo-plan/plan/env/h200x4-a.env"
+cat demo-plan/plan/env/h200x4-a.env
+echo
+echo "== demo-plan/plan/launch.txt"
+cat demo-plan/plan/launch.txt
 echo
 echo "== thermap check"
 "$T" check --cluster $F/cluster.json --job $F/job-pp2-dp2.json \
-	--plan demo-plan --profile $F/profile.json
+	--plan demo-plan/plan --profile demo-plan/profile.json
