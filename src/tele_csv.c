@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -166,8 +165,8 @@ typedef struct col {
 } col;
 
 typedef struct idcache {
-	char key[128];
-	size_t len;
+	char key[128];  /* index, pci.bus_id, uuid bytes, back to back */
+	size_t n[3];
 	int id;
 } idcache;
 
@@ -275,6 +274,13 @@ static int set_header(csv *C, const char *line, size_t len, bool quiet)
 		}
 	}
 	(void)quiet;
+	/* The bitmask holds every reason; with it, the per-reason Active
+	 * columns say nothing more and are read past. */
+	for (int c = 0; c < n; c++)
+		if (C->cols[c].kind == C_MASK)
+			for (int d = 0; d < n; d++)
+				if (C->cols[d].kind == C_FLAG)
+					C->cols[d].kind = C_SKIP;
 	/* a header must name something measured, not only identities */
 	for (int c = 0; c < n; c++)
 		if (C->cols[c].kind == C_NUM &&
@@ -358,10 +364,14 @@ static bool smi_time(csv *C, const char *p, const char *e, double *t)
 	if (e - p != 23 || p[4] != '/' || p[7] != '/' || p[10] != ' ' ||
 	    p[13] != ':' || p[16] != ':' || p[19] != '.')
 		return false;
-	for (int i = 11; i < 23; i++)
-		if (i != 13 && i != 16 && i != 19 &&
-		    (unsigned)(p[i] - '0') >= 10)
+	{
+		static const int at[9] = { 11, 12, 14, 15, 17, 18, 20, 21, 22 };
+		unsigned bad = 0;
+		for (int i = 0; i < 9; i++)
+			bad |= (unsigned)(p[at[i]] - '0') > 9;
+		if (bad)
 			return false;
+	}
 	if (load8(p) != load8(C->date) || p[8] != C->date[8] ||
 	    p[9] != C->date[9]) {
 		double d;
@@ -397,26 +407,23 @@ static inline bool keq(const char *a, const char *b, size_t n)
 static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
 {
 	tl_src *S = C->src;
-	char key[128];
-	size_t kl = 0;
 	char *uuid = NULL, *pci = NULL;
 	int index = -1, id;
+	size_t kl = idn[0] + idn[1] + idn[2];
 
-	for (int i = 0; i < 3; i++) {
-		if (kl + idn[i] + 1 >= sizeof key)
-			break;
-		memcpy(key + kl, ids[i] ? ids[i] : "", idn[i]);
-		kl += idn[i];
-		key[kl++] = '|';
-	}
 	/* interleaved logs cycle through their GPUs: try the entry after
 	 * the last hit first */
 	for (int i = 0, j = C->hit; i < C->ncache; i++, j++) {
+		const idcache *c;
 		if (j >= C->ncache)
 			j = 0;
-		if (C->cache[j].len == kl && keq(C->cache[j].key, key, kl)) {
+		c = &C->cache[j];
+		if (c->n[0] == idn[0] && c->n[1] == idn[1] && c->n[2] == idn[2] &&
+		    keq(c->key, ids[0], idn[0]) &&
+		    keq(c->key + idn[0], ids[1], idn[1]) &&
+		    keq(c->key + idn[0] + idn[1], ids[2], idn[2])) {
 			C->hit = j + 1;
-			return C->cache[j].id;
+			return c->id;
 		}
 	}
 	if (ids[0] && idn[0]) {
@@ -447,12 +454,15 @@ static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
 	id = tl_gpu(S, C->host, uuid, pci, index);
 	free(uuid);
 	free(pci);
-	if (id >= 0 && kl < sizeof key) {
+	if (id >= 0 && kl <= sizeof C->cache[0].key) {
 		idcache *c = &C->cache[C->ncache < NCACHE ? C->ncache++ : C->next];
 		if (C->ncache == NCACHE)
 			C->next = (C->next + 1) % NCACHE;
-		memcpy(c->key, key, kl);
-		c->len = kl;
+		for (int i = 0, off = 0; i < 3; off += (int)idn[i], i++) {
+			if (idn[i])
+				memcpy(c->key + off, ids[i], idn[i]);
+			c->n[i] = idn[i];
+		}
 		c->id = id;
 	}
 	return id;
@@ -573,6 +583,9 @@ typedef struct rowrec {   /* a parsed row waiting to be pushed */
 	tl_sample s;
 } rowrec;
 
+/* Parses one row into r. The byte after the line (line[len]) must be a
+ * '\n', '\r' or '\0' -- tl_lines and the piece reader guarantee it -- so
+ * that the scans for digits and spaces stop there without a bound check. */
 static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 {
 	tl_src *S = C->src;
@@ -580,6 +593,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 	const char **ids = r->ids;
 	size_t *idn = r->idn;
 	int c = 0, rc;
+	unsigned fset = 0, fval = 0;   /* Active/Not Active, per field bit */
 
 	ids[0] = ids[1] = ids[2] = NULL;
 	idn[0] = idn[1] = idn[2] = 0;
@@ -594,20 +608,19 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 		case C_NUM: {
 			const char *v = p;
 			uint64_t m = 0;
-			int nd = 0, frac = 0;
-			while (v < e && *v == ' ')
+			int nd, frac = 0;
+			while (*v == ' ')
 				v++;
-			while (v < e && (unsigned)(*v - '0') < 10) {
+			q = v;
+			while ((unsigned)(*v - '0') < 10)
 				m = m * 10 + (uint64_t)(*v++ - '0');
-				nd++;
-			}
-			if (v < e && *v == '.') {
-				v++;
-				while (v < e && (unsigned)(*v - '0') < 10) {
+			nd = (int)(v - q);
+			if (*v == '.') {
+				const char *f0 = ++v;
+				while ((unsigned)(*v - '0') < 10)
 					m = m * 10 + (uint64_t)(*v++ - '0');
-					nd++;
-					frac++;
-				}
+				frac = (int)(v - f0);
+				nd += frac;
 			}
 			if (nd > 0 && nd <= 15 && (v == e || *v == ',')) {
 				r->s.v[C->cols[c].field] = frac ? (double)m /
@@ -619,30 +632,30 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 		}
 		case C_FLAG: {
 			const char *v = p;
-			double x, *f = &r->s.v[C->cols[c].field];
-			while (v < e && *v == ' ')
+			unsigned bit = 1u << C->cols[c].field;
+			while (*v == ' ')
 				v++;
 			if (e - v >= 10 && load8(v) == load8("Not Active") &&
 			    v[8] == 'v' && v[9] == 'e' &&
 			    (v + 10 == e || v[10] == ',')) {
 				q = v + 10;
-				x = 0;
+				fset |= bit;
 			} else if (e - v >= 6 && v[0] == 'A' &&
 			           !memcmp(v, "Active", 6) &&
 			           (v + 6 == e || v[6] == ',')) {
 				q = v + 6;
-				x = 1;
+				fset |= bit;
+				fval |= bit;
 			} else {
 				break;
 			}
-			*f = isnan(*f) ? x : (double)(*f != 0 || x != 0);
 			goto next;
 		}
 		case C_MASK: {
 			const char *v = p;
 			uint64_t m = 0;
 			unsigned bad = 0;
-			while (v < e && *v == ' ')
+			while (*v == ' ')
 				v++;
 			/* nvidia-smi prints 0x and 16 digits */
 			if (e - v < 18 || v[0] != '0' || v[1] != 'x' ||
@@ -661,7 +674,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 		}
 		case C_TIME: {
 			const char *v = p;
-			while (v < e && *v == ' ')
+			while (*v == ' ')
 				v++;
 			if (e - v >= 23 && (v + 23 == e || v[23] == ',') &&
 			    smi_time(C, v, v + 23, &r->s.t)) {
@@ -685,6 +698,12 @@ next:
 	if (c + 1 < C->ncols)
 		return tm_fail(S->err, TM_EINPUT, "%s:%ld: expected %d fields, "
 		               "found %d", S->file, S->line, C->ncols, c + 1);
+	for (int f = 0; fset; f++, fset >>= 1, fval >>= 1) {
+		double *v = &r->s.v[f];
+		if (fset & 1)
+			*v = isnan(*v) ? (double)(fval & 1)
+			     : (double)(*v != 0 || (fval & 1));
+	}
 	return 0;
 }
 
@@ -786,10 +805,8 @@ static int nfields(const char *p, size_t n)
 #define PAR_MAX_THREADS 4
 
 typedef struct chunk {
-	char *buf;            /* for pread when mapping fails */
-	const char *data;     /* the piece: mapped or in buf */
-	void *map;
-	size_t maplen;
+	char *buf;            /* the piece, read with pread */
+	const char *data;
 	rowrec *rec;
 	long nrec, caprec;
 	long nlines;          /* lines taken before a stop */
@@ -801,7 +818,7 @@ typedef struct chunk {
 typedef struct par {
 	const csv *C;
 	int fd;
-	long long data_off, size, page;
+	long long data_off, size;
 	long npieces, next;
 	chunk *slot;
 	int nslots;
@@ -844,23 +861,10 @@ static void parse_piece(par *P, chunk *ch)
 	ch->stop_off = -1;
 	if (rs + (long long)want > P->size)
 		want = (size_t)(P->size - rs);
-	/* Map the piece (no copy); fall back to reading it. The mapping
-	 * is dropped after the piece is pushed, so memory stays bounded. */
-	{
-		long long page = P->page, moff = rs / page * page;
-		size_t mlen = want + (size_t)(rs - moff);
-		void *m = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, P->fd,
-		               (off_t)moff);
-		if (m != MAP_FAILED) {
-			ch->map = m;
-			ch->maplen = mlen;
-			ch->data = (char *)m + (rs - moff);
-			got = (ssize_t)want;
-		} else {
-			ch->data = ch->buf;
-			got = pread_all(P->fd, ch->buf, want, rs);
-		}
-	}
+	/* pread into a buffer the slot keeps: the kernel's copy is cheaper
+	 * than faulting in a fresh mapping page by page */
+	ch->data = ch->buf;
+	got = pread_all(P->fd, ch->buf, want, rs);
 	if (got < 0 || (size_t)got != want) {
 		ch->stop_off = cs;   /* let the sequential reader report it */
 		return;
@@ -911,29 +915,36 @@ static void parse_piece(par *P, chunk *ch)
 	}
 }
 
+/* With P->mu held: claims the next piece, if its slot is free, and
+ * parses it (the lock is let go meanwhile). Returns false when there was
+ * nothing to take. */
+static bool take(par *P)
+{
+	long k = P->next;
+	chunk *ch;
+	if (P->quit || k >= P->npieces)
+		return false;
+	ch = &P->slot[k % P->nslots];
+	if (ch->state != 0)
+		return false;
+	P->next++;
+	ch->state = 1;
+	ch->k = k;
+	pthread_mutex_unlock(&P->mu);
+	parse_piece(P, ch);
+	pthread_mutex_lock(&P->mu);
+	ch->state = 2;
+	pthread_cond_broadcast(&P->cv);
+	return true;
+}
+
 static void *worker(void *arg)
 {
 	par *P = arg;
 	pthread_mutex_lock(&P->mu);
-	for (;;) {
-		chunk *ch;
-		long k = P->next;
-		if (P->quit || k >= P->npieces)
-			break;
-		ch = &P->slot[k % P->nslots];
-		if (ch->state != 0) {
+	while (!P->quit && P->next < P->npieces)
+		if (!take(P))
 			pthread_cond_wait(&P->cv, &P->mu);
-			continue;
-		}
-		P->next++;
-		ch->state = 1;
-		ch->k = k;
-		pthread_mutex_unlock(&P->mu);
-		parse_piece(P, ch);
-		pthread_mutex_lock(&P->mu);
-		ch->state = 2;
-		pthread_cond_broadcast(&P->cv);
-	}
 	pthread_mutex_unlock(&P->mu);
 	return NULL;
 }
@@ -970,7 +981,6 @@ static int csv_parallel(csv *C, tl_lines *L)
 	P.size = st.st_size;
 	P.npieces = (long)((P.size - P.data_off + CHUNK - 1) / CHUNK);
 	P.nslots = nth + 2;
-	P.page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
 	P.slot = xcalloc((size_t)P.nslots, sizeof *P.slot);
 	for (int i = 0; i < P.nslots; i++) {
 		P.slot[i].buf = xmalloc(CHUNK + TL_MAX_LINE + 2);
@@ -978,16 +988,16 @@ static int csv_parallel(csv *C, tl_lines *L)
 	}
 	pthread_mutex_init(&P.mu, NULL);
 	pthread_cond_init(&P.cv, NULL);
-	for (int i = 0; i < nth; i++)
+	/* this thread is one of the nth: it parses too while it waits */
+	for (int i = 0; i < nth - 1; i++)
 		if (pthread_create(&th[i], NULL, worker, &P) == 0)
 			started++;
-	if (started == 0)
-		resume = P.data_off;
 	for (long k = 0; k < P.npieces && resume < 0 && !rc; k++) {
 		chunk *ch = &P.slot[k % P.nslots];
 		pthread_mutex_lock(&P.mu);
 		while (ch->state != 2 || ch->k != k)
-			pthread_cond_wait(&P.cv, &P.mu);
+			if (!take(&P))
+				pthread_cond_wait(&P.cv, &P.mu);
 		pthread_mutex_unlock(&P.mu);
 		for (long i = 0; i < ch->nrec && !rc; i++) {
 			C->src->line = line_base + ch->rec[i].line + 1;
@@ -996,10 +1006,6 @@ static int csv_parallel(csv *C, tl_lines *L)
 		line_base += ch->nlines;
 		if (ch->stop_off >= 0)
 			resume = ch->stop_off;
-		if (ch->map) {
-			munmap(ch->map, ch->maplen);
-			ch->map = NULL;
-		}
 		pthread_mutex_lock(&P.mu);
 		ch->state = 0;
 		pthread_cond_broadcast(&P.cv);
@@ -1012,8 +1018,6 @@ static int csv_parallel(csv *C, tl_lines *L)
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	for (int i = 0; i < P.nslots; i++) {
-		if (P.slot[i].map)
-			munmap(P.slot[i].map, P.slot[i].maplen);
 		free(P.slot[i].buf);
 		free(P.slot[i].rec);
 	}

@@ -88,6 +88,7 @@ static long fill(tl_lines *L)
 	if (n == 0)
 		L->eof = true;
 	L->end += (size_t)n;
+	L->buf[L->end] = '\0';   /* a stop byte after the last line */
 	return n;
 }
 
