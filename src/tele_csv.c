@@ -983,7 +983,8 @@ static int csv_parallel(csv *C, tl_lines *L)
 	P.nslots = nth + 2;
 	P.slot = xcalloc((size_t)P.nslots, sizeof *P.slot);
 	for (int i = 0; i < P.nslots; i++) {
-		P.slot[i].buf = xmalloc(CHUNK + TL_MAX_LINE + 2);
+		/* a piece, the byte before it, its last line: see want */
+		P.slot[i].buf = xmalloc(CHUNK + TL_MAX_LINE + 4);
 		P.slot[i].k = -1;
 	}
 	pthread_mutex_init(&P.mu, NULL);

@@ -61,7 +61,7 @@ t missing-value 2 "thermap: option '--job' needs a value
 Try 'thermap plan --help'." -- plan --job
 
 # every option of the --help texts is in the man page
-for cmd in plan check; do
+for cmd in profile plan check; do
 	"$T" $cmd --help | grep -oE -- '--[a-z-]+' | sort -u | while read -r o; do
 		grep -qF -- "$o" docs/thermap.1 || echo "$cmd $o" >>"$W/missing"
 	done
@@ -147,6 +147,55 @@ U=$D/h200x4-a-profile-no-gpu3.json
 t unprofiled 4 "thermap: error: $U: no entry for host h200x4-a GPU 3 (GPU-a0000003-0000-4000-8000-000000000003); profile every GPU or pass --allow-unprofiled" -- plan --cluster $F/cluster.json --profile $U --job $F/job-pp2-dp2.json -o "$W/u"
 t allow-unprofiled 0 "" -- plan --cluster $F/cluster.json --profile $U --job $F/job-pp2-dp2.json -o "$W/u" --allow-unprofiled
 has unprofiled-note "$W/u/plan.json" "host h200x4-a GPU 3 has no profile entry; treated as the worst profiled GPU"
+
+# ---- profile -----------------------------------------------------------------
+R=$F/telemetry.csv
+t profile-help 0 "" -- profile --help
+has profile-help-text "$W/out" "--json-summary"
+t profile-no-file 2 "thermap: profile needs at least one telemetry FILE
+Try 'thermap profile --help'." -- profile
+t profile-summary-needs-o 2 "thermap: --json-summary prints on stdout, so the profile needs -o FILE
+Try 'thermap profile --help'." -- profile $R --json-summary
+t profile-bad-from 2 "thermap: --from 'yesterday': expected a time (2026/11/21 12:15:28, 2026-11-21T12:15:28Z, seconds since 1970) or +SECONDS
+Try 'thermap profile --help'." -- profile --from yesterday $R
+t profile-bad-host 2 "thermap: --host 'a b': expected a host name
+Try 'thermap profile --help'." -- profile --host 'a b' $R
+t profile-window-order 2 "thermap: --to is before --from
+Try 'thermap profile --help'." -- profile --from +50 --to +10 $R
+t profile-missing 4 "thermap: error: $W/nope.csv: cannot open: No such file or directory" -- profile "$W/nope.csv"
+# stdout by default; the same bytes through -o; no temporary file left
+t profile-stdout 0 "" -- profile --host h200x4-a $R
+cp "$W/out" "$W/p-stdout.json"
+t profile-out 0 "" -- profile --host h200x4-a $R -o "$W/p.json" --quiet
+if cmp -s "$W/p.json" "$W/p-stdout.json"; then ok; else bad "profile: -o and stdout differ"; fi
+if [ -z "$(ls "$W" | grep '\.tmp\.')" ]; then ok; else bad "profile left a temporary file"; fi
+# stdin
+"$T" profile --host h200x4-a - <"$R" >"$W/p-stdin.json" 2>"$W/err"
+if cmp -s "$W/p-stdin.json" "$W/p-stdout.json"; then ok; else bad "profile: stdin differs: $(cat "$W/err")"; fi
+# a failed run leaves an existing output alone
+echo keep >"$W/keep.json"
+t profile-keep 4 - -- profile "$W/nope.csv" -o "$W/keep.json"
+has profile-kept "$W/keep.json" "keep"
+# the planner takes the profile as written, joining by PCI bus id
+t profile-then-plan 0 "" -- plan --cluster $F/cluster.json --profile "$W/p.json" --job $F/job-pp2-dp2.json -o "$W/pp" --quiet
+# no header: --fields names the columns; two hosts (from --host and from the
+# file name) go into one profile
+tail -n +2 $R | head -400 >"$W/noheader.csv"
+t profile-noheader 4 "thermap: error: $W/noheader.csv:1: no header line; name the columns with --fields (the --query-gpu list)" -- profile --host a "$W/noheader.csv"
+cp "$W/noheader.csv" "$W/gpu-b7.csv"
+t profile-fields 0 "" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" --host node-a "$W/noheader.csv" --host node-b "$W/gpu-b7.csv" -o "$W/two.json" --json-summary
+has profile-two-hosts-a "$W/two.json" '"host": "node-a"'
+has profile-two-hosts-b "$W/two.json" '"host": "node-b"'
+if [ "$(grep -c '"host"' "$W/two.json")" = 8 ]; then ok; else bad "profile: expected 8 GPU entries over two hosts"; fi
+# --host applies to the files after it: gpu-b7.csv is node-b here
+if grep -q '"host": "gpu-b7"' "$W/two.json"; then bad "profile: --host did not apply to the files after it"; else ok; fi
+# the same GPUs read twice go backwards in time: refused
+t profile-twice 4 "thermap: error: $W/gpu-b7.csv:1: time goes backwards for GPU node-b 0000:00:06.0 (51.578 s before its previous sample)" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" --host node-b "$W/noheader.csv" "$W/gpu-b7.csv"
+t profile-filename-host 0 "" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" "$W/gpu-b7.csv"
+has profile-filename-host-out "$W/out" '"host": "gpu-b7"'
+# an absolute window in the log's own time format
+t profile-window 0 "" -- profile --host h200x4-a --from "2026/11/21 12:16:00" --to "2026-11-21T12:18:00Z" $R -o "$W/w.json" --json-summary
+has profile-window-skips "$W/out" '"outside_window"'
 
 # ---- hostile inputs ----------------------------------------------------------
 head -c 300 $F/cluster.json >"$W/trunc.json"
