@@ -357,6 +357,16 @@ static int bad_value(csv *C, int c, const char *p, const char *e,
 	               (int)((e - p) > 40 ? 40 : (e - p)), p);
 }
 
+/* Are the bytes of x that mask m selects all ASCII digits? (Little-endian
+ * byte order: byte k of the text is bits 8k..8k+7.) A digit is 0x3N with
+ * N <= 9: the high nibble is 3, and adding 6 does not carry into it. */
+static inline bool digits_ok(uint64_t x, uint64_t m)
+{
+	uint64_t hi = m & 0xf0f0f0f0f0f0f0f0ull, three = m & 0x3030303030303030ull;
+	return (x & hi) == three &&
+	       ((x + (m & 0x0606060606060606ull)) & hi) == three;
+}
+
 /* Fast path for nvidia-smi's "YYYY/MM/DD HH:MM:SS.mmm". */
 static bool smi_time(csv *C, const char *p, const char *e, double *t)
 {
@@ -364,14 +374,22 @@ static bool smi_time(csv *C, const char *p, const char *e, double *t)
 	if (e - p != 23 || p[4] != '/' || p[7] != '/' || p[10] != ' ' ||
 	    p[13] != ':' || p[16] != ':' || p[19] != '.')
 		return false;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	{
-		static const int at[9] = { 11, 12, 14, 15, 17, 18, 20, 21, 22 };
-		unsigned bad = 0;
-		for (int i = 0; i < 9; i++)
-			bad |= (unsigned)(p[at[i]] - '0') > 9;
-		if (bad)
+		/* p[11..18] "HH:MM:SS" and p[19..22] ".mmm": the digits, 8
+		 * and 4 bytes at a time (the separators were checked above) */
+		uint32_t b4;
+		memcpy(&b4, p + 19, 4);
+		if (!digits_ok(load8(p + 11), 0xffff00ffff00ffffull) ||
+		    !digits_ok(b4, 0xffffff00ull))
 			return false;
 	}
+#else
+	for (int i = 11; i < 23; i++)
+		if (i != 13 && i != 16 && i != 19 &&
+		    (unsigned)(p[i] - '0') >= 10)
+			return false;
+#endif
 	if (load8(p) != load8(C->date) || p[8] != C->date[8] ||
 	    p[9] != C->date[9]) {
 		double d;

@@ -107,11 +107,14 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
  * err set ("FILE:LINE: ...") when time goes backwards for that GPU. */
 int tl_push(tl_src *src, int gpu, const tl_sample *s);
 
+_Static_assert(TL_NFIELDS == 12, "tl_sample_clear lists every field");
+
 static inline void tl_sample_clear(tl_sample *s)
 {
-	s->t = NAN;
-	for (int i = 0; i < TL_NFIELDS; i++)
-		s->v[i] = NAN;
+	static const tl_sample empty = {
+		NAN, { NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+		       NAN } };
+	*s = empty;
 }
 
 /* Sets TL_THERMAL and TL_PCAP from a reasons bitmask (ORed with what the
