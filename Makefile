@@ -8,7 +8,7 @@ CFLAGS  ?= -O2 -g
 WARN     = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow \
            -Wstrict-prototypes -Wno-error=format-truncation
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -MMD -MP
-LDLIBS   = -lglpk -ljansson -lm -pthread
+LDLIBS   = -lglpk -ljansson -lhwloc -lm -pthread
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
 
@@ -17,10 +17,11 @@ LIB_SRC  = src/util.c src/sha256.c src/jsonin.c src/jsonout.c \
            src/cluster.c src/profile.c src/job.c src/policy.c \
            src/problem.c src/model.c src/solve.c src/solve_ilp.c \
            src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
-           src/tele_prom.c
+           src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
+           src/topo_nccl.c
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_sha256 test_inputs test_model test_oracle test_profile \
-           test_tele_prom
+           test_tele_prom test_topo_smi test_topo_xml
 TEST_BIN = $(TESTS:%=$(B)/%)
 
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
@@ -69,6 +70,7 @@ check: all $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
+	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	$(MAKE) --no-print-directory check-san
 
 check-san:
@@ -79,6 +81,7 @@ check-san:
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
+	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 
 # Installs missing Debian packages when run as root, then plans the real
 # 4xH200 recording bundled in fixtures/h200x4-a.

@@ -15,6 +15,7 @@ static const char usage_main[] =
 "headroom, and write the torchrun environment that realises the placement.\n"
 "\n"
 "commands:\n"
+"  topo     topology reports (topo -m, GPU list, hwloc, NCCL) -> cluster\n"
 "  profile  telemetry logs -> per-GPU thermal profile\n"
 "  plan     cluster + profile + job (+ policy) -> plan directory\n"
 "  check    confirm that a plan directory does what plan.json says\n"
@@ -59,6 +60,30 @@ static const char usage_profile[] =
 "  --json-summary       print what was read (rows, skipped rows and why,\n"
 "                       GPUs, time span) as JSON on stdout; needs -o\n"
 "  --quiet              print nothing on stdout\n"
+"  --help               this text\n";
+
+static const char usage_topo[] =
+"usage: thermap topo [--host NAME] [--smi-topo FILE] [--gpus FILE]\n"
+"                    [--hwloc FILE] [--nccl FILE] [--local] ...\n"
+"                    [--prefer SOURCE] [-o FILE]\n"
+"\n"
+"Writes a thermap.cluster/1 document from what machines report, one set of\n"
+"sources per host; each --host starts the next host's set.\n"
+"\n"
+"  --host NAME          the host of the sources that follow (without it:\n"
+"                       the name hwloc reports, or this machine's for --local)\n"
+"  --smi-topo FILE      'nvidia-smi topo -m' output: the link matrix\n"
+"  --gpus FILE          a GPU list: 'nvidia-smi -L', 'nvidia-smi -q', or\n"
+"                       --query-gpu=index,uuid,pci.bus_id,name,memory.total\n"
+"                       --format=csv (UUIDs, bus ids, models, memory)\n"
+"  --hwloc FILE         hwloc XML (lstopo-no-graphics -of xml): GPUs, PCI,\n"
+"                       NUMA, NVLink when hwloc saw it\n"
+"  --nccl FILE          an NCCL topology file (NCCL_TOPO_FILE)\n"
+"  --local              this machine: hwloc, and nvidia-smi when it runs\n"
+"  --prefer SOURCE      when sources disagree, keep this one's word\n"
+"                       (smi-topo, gpus, hwloc, nccl, local) instead of\n"
+"                       failing\n"
+"  -o, --out FILE       write the cluster here (atomically); default stdout\n"
 "  --help               this text\n";
 
 static const char usage_check[] =
@@ -305,6 +330,94 @@ static int cmd_profile(int argc, char **argv)
 	return rc;
 }
 
+static int cmd_topo(int argc, char **argv)
+{
+	static const char *const kinds[] = { "smi-topo", "gpus", "hwloc",
+	                                     "nccl" };
+	tm_topo_input *in = xcalloc((size_t)argc, sizeof *in);
+	const char *host = NULL, *prefer = NULL, *out = NULL;
+	char *cl = NULL;
+	tm_error err = { 0, "" };
+	int n = 0, rc = 0;
+
+	for (int i = 2; i < argc && !rc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
+		size_t k = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a)
+		                                             : strlen(a);
+		char name[32];
+		snprintf(name, sizeof name, "%.*s", (int)k, a);
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_topo, stdout);
+			free(in);
+			return 0;
+		}
+		if (!strcmp(a, "--local")) {
+			in[n].host = host;
+			in[n].kind = "local";
+			in[n++].file = NULL;
+			continue;
+		}
+		if (strcmp(name, "--host") && strcmp(name, "--prefer") &&
+		    strcmp(name, "--out") && strcmp(name, "-o") &&
+		    strcmp(name, "--smi-topo") && strcmp(name, "--gpus") &&
+		    strcmp(name, "--hwloc") && strcmp(name, "--nccl")) {
+			rc = usage_error("topo ", a[0] == '-' ? "unknown option "
+			                 "'%s'" : "unexpected argument '%s'", a);
+			break;
+		}
+		if (eq && k < strlen(a))
+			v = eq + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else {
+			rc = usage_error("topo ", "option '%s' needs a value", a);
+			break;
+		}
+		if (!strcmp(name, "--host")) {
+			if (!tm_valid_host(v))
+				rc = usage_error("topo ", "--host '%s': expected a "
+				                 "host name", v);
+			host = v;
+		} else if (!strcmp(name, "--prefer")) {
+			bool ok = !strcmp(v, "local");
+			for (size_t j = 0; j < 4; j++)
+				ok |= !strcmp(v, kinds[j]);
+			if (!ok)
+				rc = usage_error("topo ", "--prefer '%s': expected "
+				                 "smi-topo, gpus, hwloc, nccl or "
+				                 "local", v);
+			prefer = v;
+		} else if (!strcmp(name, "--out") || !strcmp(name, "-o")) {
+			out = v;
+		} else {
+			in[n].host = host;
+			for (size_t j = 0; j < 4; j++)
+				if (!strcmp(name + 2, kinds[j]))
+					in[n].kind = kinds[j];
+			in[n++].file = v;
+		}
+	}
+	if (!rc && n == 0)
+		rc = usage_error("topo ", "%s", "topo needs a source: --smi-topo, "
+		                 "--gpus, --hwloc, --nccl or --local");
+	if (rc) {
+		free(in);
+		return rc;
+	}
+	rc = tm_topo_build(in, n, prefer, &cl, &err);
+	if (!rc && out)
+		rc = tm_write_file_atomic(out, cl, strlen(cl), &err);
+	if (rc)
+		rc = err.code == TM_EUSAGE ? (fprintf(stderr, "thermap: %s\n"
+		     "Try 'thermap topo --help'.\n", err.msg), TM_EUSAGE)
+		                          : report(&err);
+	else if (!out)
+		fputs(cl, stdout);
+	free(cl);
+	free(in);
+	return rc;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	const char *cf = NULL, *jf = NULL, *dir = NULL, *pf = NULL;
@@ -364,6 +477,8 @@ int main(int argc, char **argv)
 			printf("thermap %s\n", TM_VERSION);
 			return 0;
 		}
+	if (!strcmp(argv[1], "topo"))
+		return cmd_topo(argc, argv);
 	if (!strcmp(argv[1], "profile"))
 		return cmd_profile(argc, argv);
 	if (!strcmp(argv[1], "plan"))

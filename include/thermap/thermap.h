@@ -129,6 +129,19 @@ typedef struct tm_profile {
 int tm_profile_load(const char *file, tm_profile **out, tm_error *err);
 void tm_profile_free(tm_profile *p);
 
+/* Topology to cluster (`thermap topo`): joins, per host, what
+ * `nvidia-smi topo -m`, a GPU list, hwloc XML, NCCL topology XML or the live
+ * machine say, checks them against each other, and writes the cluster
+ * document as JSON text. Inputs with the same host pointer form one set. */
+typedef struct tm_topo_input {
+	const char *host;   /* --host in force, or NULL */
+	const char *kind;   /* "smi-topo", "gpus", "hwloc", "nccl", "local" */
+	const char *file;   /* NULL for "local" */
+} tm_topo_input;
+
+int tm_topo_build(const tm_topo_input *in, int n, const char *prefer,
+                  char **cluster, tm_error *err);
+
 /* Telemetry to profile (`thermap profile`): reads nvidia-smi --query-gpu
  * CSV, nvidia-smi dmon, dcgm-exporter Prometheus text and Prometheus
  * query_range JSON, one GPU's state at a time, and writes the profile

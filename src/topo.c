@@ -1,0 +1,498 @@
+/*
+ * topo.c — topology views: the small helpers every reader uses, then
+ * joining the views of one host (by PCI bus id), checking them against
+ * each other, and writing thermap.cluster/1 (`thermap topo`).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "topo.h"
+
+void tp_view_init(tp_view *v, const char *source, const char *file)
+{
+	memset(v, 0, sizeof *v);
+	v->source = source;
+	v->file = file ? xstrdup(file) : NULL;
+}
+
+void tp_view_free(tp_view *v)
+{
+	for (int i = 0; i < v->ngpus; i++) {
+		free(v->gpus[i].uuid);
+		free(v->gpus[i].pci);
+		free(v->gpus[i].model);
+	}
+	for (int i = 0; i < v->nnotes; i++)
+		free(v->notes[i]);
+	free(v->notes);
+	free(v->gpus);
+	free(v->link);
+	free(v->nv);
+	free(v->file);
+	free(v->host);
+	memset(v, 0, sizeof *v);
+}
+
+tp_gpu *tp_add_gpu(tp_view *v)
+{
+	tp_gpu *g;
+	v->gpus = xrealloc(v->gpus, (size_t)(v->ngpus + 1) * sizeof *v->gpus);
+	g = &v->gpus[v->ngpus++];
+	memset(g, 0, sizeof *g);
+	g->index = -1;
+	g->memory_gib = NAN;
+	g->numa = -1;
+	return g;
+}
+
+void tp_alloc_links(tp_view *v)
+{
+	size_t n = (size_t)v->ngpus;
+	free(v->link);
+	free(v->nv);
+	v->link = xmalloc(n ? n * n : 1);
+	v->nv = xcalloc(n ? n * n : 1, 1);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++)
+			v->link[i * n + j] = i == j ? TM_LINK_X : TM_LINK_SYS;
+}
+
+void tp_note(tp_view *v, const char *fmt, ...)
+{
+	va_list ap;
+	strbuf b;
+	sb_init(&b);
+	va_start(ap, fmt);
+	{
+		char tmp[512];
+		vsnprintf(tmp, sizeof tmp, fmt, ap);
+		sb_add(&b, tmp);
+	}
+	va_end(ap);
+	v->notes = xrealloc(v->notes, (size_t)(v->nnotes + 1) * sizeof *v->notes);
+	v->notes[v->nnotes++] = b.s;
+}
+
+/* ---- joining the views of one host ---------------------------------------- */
+
+/* Which source's word counts most, per kind of fact. */
+static int rank_links(const tp_view *v)
+{
+	if (!v->link)
+		return 99;
+	if (v->nv_unknown)
+		return 9;
+	if (!v->nv_only)
+		return 0;        /* topo -m: every code as the driver sees it */
+	return strcmp(v->source, "nccl") == 0 ? 2 : 1;
+}
+
+static int rank_ids(const tp_view *v)
+{
+	static const char *const order[] = { "gpus", "local", "hwloc",
+	                                     "nccl", "smi-topo" };
+	for (int i = 0; i < 5; i++)
+		if (strcmp(v->source, order[i]) == 0)
+			return i;
+	return 9;
+}
+
+/* The GPU of view w that is GPU g of the base view b: by PCI bus id when
+ * both know it, else by index; -1 when none. */
+static int match(const tp_view *b, int g, const tp_view *w)
+{
+	const tp_gpu *x = &b->gpus[g];
+	for (int i = 0; i < w->ngpus; i++)
+		if (x->pci && w->gpus[i].pci && !strcmp(x->pci, w->gpus[i].pci))
+			return i;
+	for (int i = 0; i < w->ngpus; i++)
+		if ((!x->pci || !w->gpus[i].pci) && x->index >= 0 &&
+		    w->gpus[i].index == x->index)
+			return i;
+	return -1;
+}
+
+static const char *vname(const tp_view *v, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s%s%s%s", v->source, v->file ? " (" : "",
+	         v->file ? v->file : "", v->file ? ")" : "");
+	return buf;
+}
+
+/* A disagreement: an error unless the user said which source to believe;
+ * then a warning. */
+static int disagree(const char *prefer, tm_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int disagree(const char *prefer, tm_error *err, const char *fmt, ...)
+{
+	char msg[900];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (prefer) {
+		tm_warn("%s; keeping %s's", msg, prefer);
+		return 0;
+	}
+	return tm_fail(err, TM_EINPUT, "%s; fix the inputs or pass --prefer "
+	               "SOURCE", msg);
+}
+
+static bool str_differs(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) != 0;
+}
+
+/* Does view i have a GPU for each of the n GPUs? */
+static bool map_complete(const int *map, int i, int n)
+{
+	for (int g = 0; g < n; g++)
+		if (map[i * n + g] < 0)
+			return false;
+	return true;
+}
+
+/* Joins the views of one host into cluster JSON (one "nodes" entry). */
+static int join_host(jw *w, const char *host, tp_view *v, int nv,
+                     const char *prefer, tm_error *err)
+{
+	int base = -1, lsrc = -1, n, rc = 0;
+	int *map;   /* map[view * n + g]: GPU of that view, or -1 */
+	char b1[600], b2[600];
+
+	for (int i = 0; i < nv; i++) {
+		if (prefer && strcmp(v[i].source, prefer) == 0 && v[i].ngpus) {
+			base = i;
+			break;
+		}
+		if (v[i].ngpus && (base < 0 || rank_ids(&v[i]) < rank_ids(&v[base])))
+			base = i;
+	}
+	if (base < 0)
+		return tm_fail(err, TM_EINPUT, "host %s: no source lists any GPU",
+		               host);
+	n = v[base].ngpus;
+	for (int i = 0; i < nv; i++)
+		if (v[i].ngpus && v[i].ngpus != n &&
+		    (rc = disagree(prefer, err, "host %s: %s lists %d GPUs, %s "
+		                   "lists %d", host, vname(&v[base], b1, sizeof b1),
+		                   n, vname(&v[i], b2, sizeof b2), v[i].ngpus)))
+			return rc;
+	map = xmalloc((size_t)(nv * n) * sizeof *map);
+	for (int i = 0; i < nv; i++)
+		for (int g = 0; g < n; g++)
+			map[i * n + g] = i == base ? g : match(&v[base], g, &v[i]);
+	/* the GPU facts, from the first source that has each, checked
+	 * against the others */
+	for (int g = 0; g < n && !rc; g++) {
+		tp_gpu *x = &v[base].gpus[g];
+		for (int i = 0; i < nv && !rc; i++) {
+			const tp_gpu *y;
+			if (i == base || map[i * n + g] < 0)
+				continue;
+			y = &v[i].gpus[map[i * n + g]];
+			if (str_differs(x->uuid, y->uuid) ||
+			    str_differs(x->pci, y->pci) ||
+			    (x->index >= 0 && y->index >= 0 && x->index != y->index))
+				rc = disagree(prefer, err, "host %s: GPU %d is %s %s "
+				              "in %s but %s %s in %s", host, g,
+				              x->pci ? x->pci : "?",
+				              x->uuid ? x->uuid : "",
+				              vname(&v[base], b1, sizeof b1),
+				              y->pci ? y->pci : "?",
+				              y->uuid ? y->uuid : "",
+				              vname(&v[i], b2, sizeof b2));
+			if (!x->uuid && y->uuid)
+				x->uuid = xstrdup(y->uuid);
+			if (!x->pci && y->pci)
+				x->pci = xstrdup(y->pci);
+			if (!x->model && y->model)
+				x->model = xstrdup(y->model);
+			if (isnan(x->memory_gib))
+				x->memory_gib = y->memory_gib;
+			if (x->index < 0)
+				x->index = y->index;
+			if (x->numa < 0)
+				x->numa = y->numa;
+		}
+	}
+	/* links: the most complete source; NVLink checked against the rest */
+	for (int i = 0; i < nv; i++)
+		if (v[i].link && map_complete(map, i, n) &&
+		    (lsrc < 0 || (prefer && !strcmp(v[i].source, prefer)) ||
+		     (!(prefer && !strcmp(v[lsrc].source, prefer)) &&
+		      rank_links(&v[i]) < rank_links(&v[lsrc]))))
+			lsrc = i;
+	if (!rc && lsrc < 0)
+		rc = tm_fail(err, TM_EINPUT, "host %s: no source gives the links "
+		             "between its GPUs (add --smi-topo, --hwloc, --nccl or "
+		             "--local)", host);
+	for (int i = 0; i < nv && !rc; i++) {
+		if (i == lsrc || !v[i].link || v[i].nv_unknown ||
+		    !map_complete(map, i, n))
+			continue;
+		for (int a = 0; a < n && !rc; a++)
+			for (int c = a + 1; c < n && !rc; c++) {
+				int la = map[lsrc * n + a], lc = map[lsrc * n + c];
+				int ia = map[i * n + a], ic = map[i * n + c];
+				int n1 = v[lsrc].link[la * v[lsrc].ngpus + lc] ==
+				         TM_LINK_NV ? v[lsrc].nv[la * v[lsrc].ngpus + lc] : 0;
+				int n2 = v[i].link[ia * v[i].ngpus + ic] == TM_LINK_NV
+				         ? v[i].nv[ia * v[i].ngpus + ic] : 0;
+				if (n1 != n2)
+					rc = disagree(prefer, err, "host %s: GPUs %d and "
+					              "%d: %d NVLinks in %s, %d in %s",
+					              host, a, c, n1,
+					              vname(&v[lsrc], b1, sizeof b1), n2,
+					              vname(&v[i], b2, sizeof b2));
+			}
+	}
+	if (!rc) {
+		tp_view *L = &v[lsrc];
+		jw_obj(w, NULL, false);
+		jw_str(w, "host", host);
+		jw_arr(w, "gpus", false);
+		for (int g = 0; g < n; g++) {
+			const tp_gpu *x = &v[base].gpus[g];
+			jw_obj(w, NULL, true);
+			jw_int(w, "index", x->index >= 0 ? x->index : g);
+			if (x->uuid)
+				jw_str(w, "uuid", x->uuid);
+			else
+				jw_null(w, "uuid");
+			if (x->pci)
+				jw_str(w, "pci_bus_id", x->pci);
+			else
+				jw_null(w, "pci_bus_id");
+			if (x->model)
+				jw_str(w, "model", x->model);
+			else
+				jw_null(w, "model");
+			jw_num(w, "memory_gib", x->memory_gib, 0);
+			jw_end_obj(w);
+		}
+		jw_end_arr(w);
+		jw_arr(w, "links", false);
+		for (int a = 0; a < n; a++) {
+			jw_arr(w, NULL, true);
+			for (int c = 0; c < n; c++) {
+				char nb[16];
+				int la = map[lsrc * n + a], lc = map[lsrc * n + c];
+				size_t k = (size_t)la * (size_t)L->ngpus + (size_t)lc;
+				jw_str(w, NULL, tm_link_name(L->link[k], L->nv[k], nb));
+			}
+			jw_end_arr(w);
+		}
+		jw_end_arr(w);
+		jw_null(w, "link_gb_per_s");
+		jw_null(w, "net_gb_per_s");
+		jw_null(w, "net_group");
+		jw_end_obj(w);
+		for (int i = 0; i < nv; i++)
+			for (int k = 0; k < v[i].nnotes; k++)
+				tm_warn("host %s: %s", host, v[i].notes[k]);
+	}
+	free(map);
+	return rc;
+}
+
+/* ---- the live machine ------------------------------------------------------ */
+
+/* Runs cmd, keeping its standard output in a temporary file whose name
+ * goes to path; false when it could not run or failed. */
+static bool run_to_file(const char *cmd, char path[64])
+{
+	char buf[8192];
+	FILE *p, *f;
+	int fd, st;
+	size_t n;
+	snprintf(path, 64, "/tmp/thermap-topo-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return false;
+	f = fdopen(fd, "w");
+	p = popen(cmd, "r");
+	if (!f || !p) {
+		if (p)
+			pclose(p);
+		if (f)
+			fclose(f);
+		unlink(path);
+		return false;
+	}
+	while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+		fwrite(buf, 1, n, f);
+	st = pclose(p);
+	fclose(f);
+	if (st != 0) {
+		unlink(path);
+		return false;
+	}
+	return true;
+}
+
+/* hwloc shows NVLink only through its NVLinkBandwidth distances; a
+ * hwloc view without a single NVLink pair may just not have had them. */
+static void mark_nv_unknown(tp_view *v)
+{
+	size_t n = (size_t)v->ngpus;
+	if (!v->link)
+		return;
+	for (size_t k = 0; k < n * n; k++)
+		if (v->link[k] == TM_LINK_NV)
+			return;
+	v->nv_unknown = true;
+}
+
+/* hwloc live, and nvidia-smi when it runs here. */
+static int read_local(tp_view **views, int *nv, tm_error *err)
+{
+	tp_view hw, smi, list;
+	char path[64];
+	int rc;
+
+	if ((rc = tp_read_hwloc(NULL, &hw, err)))
+		return rc;
+	mark_nv_unknown(&hw);
+	if (run_to_file("nvidia-smi topo -m 2>/dev/null", path)) {
+		rc = tp_read_smi_topo(path, &smi, err);
+		unlink(path);
+		if (rc) {
+			tp_view_free(&hw);
+			return rc;
+		}
+		smi.source = "local";
+		free(smi.file);
+		smi.file = xstrdup("nvidia-smi topo -m");
+		if (run_to_file("nvidia-smi --query-gpu=index,uuid,pci.bus_id,"
+		                "name,memory.total --format=csv 2>/dev/null",
+		                path)) {
+			rc = tp_read_gpu_list(path, &list, err);
+			unlink(path);
+			if (rc) {
+				tp_view_free(&hw);
+				tp_view_free(&smi);
+				return rc;
+			}
+			list.source = "local";
+			free(list.file);
+			list.file = xstrdup("nvidia-smi --query-gpu");
+			*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
+			(*views)[(*nv)++] = list;
+		}
+		*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
+		(*views)[(*nv)++] = smi;
+	} else {
+		tp_note(&hw, "nvidia-smi did not run here: link codes other "
+		        "than NVLink come from the PCI tree, and GPU UUIDs are "
+		        "known only where hwloc's NVML backend reports them");
+	}
+	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
+	(*views)[(*nv)++] = hw;
+	return 0;
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
+                    tm_error *err)
+{
+	tp_view v;
+	int rc;
+	if (!strcmp(in->kind, "local"))
+		return read_local(views, nv, err);
+	if (!strcmp(in->kind, "smi-topo"))
+		rc = tp_read_smi_topo(in->file, &v, err);
+	else if (!strcmp(in->kind, "gpus"))
+		rc = tp_read_gpu_list(in->file, &v, err);
+	else if (!strcmp(in->kind, "hwloc"))
+		rc = tp_read_hwloc(in->file, &v, err);
+	else if (!strcmp(in->kind, "nccl"))
+		rc = tp_read_nccl(in->file, &v, err);
+	else
+		return tm_fail(err, TM_EUSAGE, "unknown source kind %s", in->kind);
+	if (rc)
+		return rc;
+	v.source = in->kind;   /* name sources as the options do */
+	if (!strcmp(in->kind, "hwloc"))
+		mark_nv_unknown(&v);
+	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
+	(*views)[(*nv)++] = v;
+	return 0;
+}
+
+int tm_topo_build(const tm_topo_input *in, int n, const char *prefer,
+                  char **cluster, tm_error *err)
+{
+	strbuf b;
+	jw w;
+	int rc = 0, nhosts = 0;
+	char **hosts = xcalloc((size_t)(n ? n : 1), sizeof *hosts);
+
+	*cluster = NULL;
+	sb_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w, NULL, false);
+	jw_str(&w, "format", "thermap.cluster/1");
+	jw_arr(&w, "nodes", false);
+	for (int i = 0; i < n && !rc;) {
+		tp_view *views = NULL;
+		int nv = 0, j = i;
+		char *host = NULL;
+		/* one set: the inputs up to the next --host */
+		for (; j < n && (j == i || in[j].host == in[i].host); j++)
+			if (!rc)
+				rc = read_one(&in[j], &views, &nv, err);
+		if (!rc) {
+			if (in[i].host) {
+				host = xstrdup(in[i].host);
+			} else {
+				for (int k = 0; k < nv && !host; k++)
+					if (views[k].host)
+						host = xstrdup(views[k].host);
+				if (!host && !strcmp(in[i].kind, "local")) {
+					char hn[256] = "";
+					if (gethostname(hn, sizeof hn - 1) == 0 &&
+					    tm_valid_host(hn))
+						host = xstrdup(hn);
+				}
+				if (!host)
+					rc = tm_fail(err, TM_EUSAGE, "name the host of "
+					             "these inputs with --host NAME "
+					             "before them");
+			}
+		}
+		for (int k = 0; k < nhosts && !rc; k++)
+			if (!strcmp(hosts[k], host))
+				rc = tm_fail(err, TM_EUSAGE, "host %s is given "
+				             "twice; give each host's inputs after "
+				             "one --host", host);
+		if (!rc) {
+			hosts[nhosts++] = host;
+			host = NULL;
+			rc = join_host(&w, hosts[nhosts - 1], views, nv, prefer,
+			               err);
+		}
+		free(host);
+		for (int k = 0; k < nv; k++)
+			tp_view_free(&views[k]);
+		free(views);
+		i = j;
+	}
+	jw_end_arr(&w);
+	jw_null(&w, "network");
+	jw_end_obj(&w);
+	sb_add(&b, "\n");
+	for (int k = 0; k < nhosts; k++)
+		free(hosts[k]);
+	free(hosts);
+	if (!rc && n == 0)
+		rc = tm_fail(err, TM_EUSAGE, "no topology source given");
+	if (rc) {
+		sb_free(&b);
+		return rc;
+	}
+	*cluster = b.s;
+	return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * topo.h — what each topology source says about one host (a "view"), and
+ * the readers that build views: `nvidia-smi topo -m` text and GPU lists
+ * (topo_smi.c), hwloc XML or the live machine (topo_hwloc.c), NCCL
+ * topology XML (topo_nccl.c). topo.c joins the views of a host, checks them
+ * against each other and writes thermap.cluster/1.
+ *
+ * Readers never print or exit: they fill a view or return an exit code
+ * with err set to one line naming the file and the place.
+ */
+#ifndef THERMAP_TOPO_H
+#define THERMAP_TOPO_H
+
+#include <stdbool.h>
+
+#include "internal.h"
+
+typedef struct tp_gpu {
+	int index;          /* nvidia-smi index; -1 when the source has none */
+	char *uuid;         /* "GPU-...", NULL when unknown */
+	char *pci;          /* normalised by tm_normalise_pci, NULL when unknown */
+	char *model;        /* "NVIDIA H200", NULL when unknown */
+	double memory_gib;  /* NAN when unknown */
+	int numa;           /* NUMA node, -1 when unknown */
+} tp_gpu;
+
+typedef struct tp_view {
+	const char *source;  /* "smi-topo", "gpu-list", "hwloc", "nccl", "local" */
+	char *file;          /* for messages (NULL for the live machine) */
+	char *host;          /* host named by the source itself, or NULL */
+	int ngpus;
+	tp_gpu *gpus;        /* in the source's order; index order if it has one */
+	/* GPU x GPU link matrix, row-major, in the order of gpus; NULL when
+	 * the source says nothing about links. link: enum tm_link; nv: the
+	 * NVLink count for TM_LINK_NV cells. */
+	unsigned char *link;
+	unsigned char *nv;
+	/* NVLink only (hwloc's NVLinkBandwidth, NCCL <nvlink>): the source
+	 * knows which pairs are NVLink-joined, and how many links, but for
+	 * the other pairs only a PCIe/SMP code derived from locality, which
+	 * may be coarser than topo -m's. true: compare NV cells only. */
+	bool nv_only;
+	/* The source cannot tell "no NVLink" from "NVLink not seen" (hwloc
+	 * without an NVLinkBandwidth matrix): its NV cells are not compared,
+	 * and its matrix is used only when no other source has links. */
+	bool nv_unknown;
+	/* Things the source could not tell, one line each, for the user. */
+	char **notes;
+	int nnotes;
+	/* Non-NVIDIA GPUs the source lists, reported and ignored. */
+	int ignored;
+} tp_view;
+
+void tp_view_init(tp_view *v, const char *source, const char *file);
+void tp_view_free(tp_view *v);
+/* Appends a GPU (all fields unknown) and returns it. */
+tp_gpu *tp_add_gpu(tp_view *v);
+/* Allocates the link matrices for v->ngpus GPUs, all SYS, diagonal X. */
+void tp_alloc_links(tp_view *v);
+void tp_note(tp_view *v, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Reads `nvidia-smi topo -m` text (any variant: tabs or spaces, ANSI
+ * escapes, NIC rows/columns, legend or not, affinity columns). GPUs get
+ * index = row number (GPU0 -> 0) and numa from "NUMA Affinity" when
+ * present. A matrix with missing rows or columns is an error naming them. */
+int tp_read_smi_topo(const char *file, tp_view *v, tm_error *err);
+
+/* Reads a GPU list: `nvidia-smi -L`, `nvidia-smi -q`, or
+ * `--query-gpu=index,uuid,pci.bus_id,name,memory.total --format=csv`
+ * (header needed; any order; units or not). No links. */
+int tp_read_gpu_list(const char *file, tp_view *v, tm_error *err);
+
+/* Reads hwloc XML (file), or the live machine (file NULL), through
+ * libhwloc: NVIDIA GPUs (CUDA/NVML OS devices, else NVIDIA PCI display
+ * devices), their PCI bus ids and NUMA nodes, PCIe/SMP codes from the
+ * PCI tree, and NVLink from the NVLinkBandwidth distances when present
+ * (GPU-to-GPU, or GPU-to-NVSwitch: GPUs on one switch fabric are joined).
+ * Non-NVIDIA GPUs are counted in v->ignored and noted. */
+int tp_read_hwloc(const char *file, tp_view *v, tm_error *err);
+
+/* Reads an NCCL topology file (NCCL_TOPO_FILE): <gpu dev= ...> under
+ * <pci busid=...>, <nvlink target= count=>, NVSwitch targets. A graph file,
+ * a file without GPUs, or XML that is not well formed is an error. */
+int tp_read_nccl(const char *file, tp_view *v, tm_error *err);
+
+#endif
