@@ -61,7 +61,7 @@ t missing-value 2 "thermap: option '--job' needs a value
 Try 'thermap plan --help'." -- plan --job
 
 # every option of the --help texts is in the man page
-for cmd in profile plan check; do
+for cmd in topo profile plan check; do
 	"$T" $cmd --help | grep -oE -- '--[a-z-]+' | sort -u | while read -r o; do
 		grep -qF -- "$o" docs/thermap.1 || echo "$cmd $o" >>"$W/missing"
 	done
@@ -196,6 +196,38 @@ has profile-filename-host-out "$W/out" '"host": "gpu-b7"'
 # an absolute window in the log's own time format
 t profile-window 0 "" -- profile --host h200x4-a --from "2026/11/21 12:16:00" --to "2026-11-21T12:18:00Z" $R -o "$W/w.json" --json-summary
 has profile-window-skips "$W/out" '"outside_window"'
+
+# ---- topo --------------------------------------------------------------------
+P=fixtures/public
+t topo-help 0 "" -- topo --help
+has topo-help-text "$W/out" "--prefer SOURCE"
+t topo-no-source 2 "thermap: topo needs a source: --smi-topo, --gpus, --hwloc, --nccl or --local
+Try 'thermap topo --help'." -- topo --host a
+t topo-bad-prefer 2 "thermap: --prefer 'nvml': expected smi-topo, gpus, hwloc, nccl or local
+Try 'thermap topo --help'." -- topo --prefer nvml --smi-topo $F/topo-m.txt
+t topo-no-host 2 "thermap: name the host of these inputs with --host NAME before them
+Try 'thermap topo --help'." -- topo --smi-topo $F/topo-m.txt
+t topo-twice 2 "thermap: host a is given twice; give each host's inputs after one --host
+Try 'thermap topo --help'." -- topo --host a --smi-topo $F/topo-m.txt --host a --smi-topo $F/topo-m.txt
+t topo-gpus-only 4 "thermap: error: host a: no source gives the links between its GPUs (add --smi-topo, --hwloc, --nccl or --local)" -- topo --host a --gpus $F/smi-q.txt
+# the recorded host, from its own reports: the plan is the one the
+# hand-checked cluster gives
+t topo-h200 0 - -- topo --host h200x4-a --smi-topo $F/topo-m.txt --gpus $F/smi-q.txt --hwloc $F/hwloc.xml -o "$W/cl.json"
+t topo-h200-plan 0 "" -- plan --cluster "$W/cl.json" --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/tp" --quiet
+t topo-h200-plan-ref 0 "" -- plan --cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/tq" --quiet
+if [ "$(grep CUDA_VISIBLE "$W/tp/env/h200x4-a.env")" = "$(grep CUDA_VISIBLE "$W/tq/env/h200x4-a.env")" ]; then ok; else bad "topo: plan differs from the hand-checked cluster's"; fi
+# two hosts in one file, in the order given
+t topo-two 0 - -- topo --host b --smi-topo $F/topo-m.txt --host a --smi-topo $F/topo-m.txt
+if [ "$(grep -o '"host": "[ab]"' "$W/out" | tr -d '\n')" = '"host": "b""host": "a"' ]; then ok; else bad "topo: hosts not in the order given"; fi
+# clusters written by topo from public topo -m samples: plans respect links
+t topo-dgx1 0 - -- topo --host dgx1 --smi-topo $P/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt -o "$W/dgx1-cl.json"
+t topo-dgx1-plan 0 "" -- plan --cluster "$W/dgx1-cl.json" --profile $D/dgx1-profile.json --job $D/job-tp2pp4.json -o "$W/dgx1t" --quiet
+t topo-dgx1-check 0 "" -- check --cluster "$W/dgx1-cl.json" --job $D/job-tp2pp4.json --plan "$W/dgx1t"
+has topo-dgx1-nvlink "$W/out" "tp_nvlink holds"
+t topo-a10 0 - -- topo --host a10 --smi-topo $P/a10-allsys/a10-4gpu-allSYS-2nic_xuesongtap.txt -o "$W/a10-cl.json"
+t topo-a10-infeasible 5 "thermap: error: infeasible: tp_nvlink: tensor-parallel group (ranks 0,1) needs 2 GPUs joined by NVLink; host a10 has no such set; missing links: GPU0-GPU1 SYS, GPU0-GPU2 SYS, GPU0-GPU3 SYS, GPU1-GPU2 SYS, GPU1-GPU3 SYS, GPU2-GPU3 SYS" -- plan --cluster "$W/a10-cl.json" --profile $D/a10-profile.json --job $D/job-a10-tp2.json -o "$W/a10t"
+# disagreeing sources: the DGX-1's matrix with the H200's GPU list
+t topo-disagree 4 "thermap: error: host a: gpus (fixtures/h200x4-a/smi-q.txt) lists 4 GPUs, smi-topo (fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt) lists 8; fix the inputs or pass --prefer SOURCE" -- topo --host a --smi-topo fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt --gpus $F/smi-q.txt
 
 # ---- hostile inputs ----------------------------------------------------------
 head -c 300 $F/cluster.json >"$W/trunc.json"
