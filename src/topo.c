@@ -173,16 +173,23 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 		return tm_fail(err, TM_EINPUT, "host %s: no source lists any GPU",
 		               host);
 	n = v[base].ngpus;
-	for (int i = 0; i < nv; i++)
-		if (v[i].ngpus && v[i].ngpus != n &&
-		    (rc = disagree(prefer, err, "host %s: %s lists %d GPUs, %s "
-		                   "lists %d", host, vname(&v[base], b1, sizeof b1),
-		                   n, vname(&v[i], b2, sizeof b2), v[i].ngpus)))
-			return rc;
 	map = xmalloc((size_t)(nv * n) * sizeof *map);
-	for (int i = 0; i < nv; i++)
+	for (int i = 0; i < nv; i++) {
+		bool drop = false;
+		if (v[i].ngpus && v[i].ngpus != n) {
+			rc = disagree(prefer, err, "host %s: %s lists %d GPUs, %s "
+			              "lists %d", host, vname(&v[base], b1, sizeof b1),
+			              n, vname(&v[i], b2, sizeof b2), v[i].ngpus);
+			if (rc) {
+				free(map);
+				return rc;
+			}
+			drop = true;   /* another machine's word: not used */
+		}
 		for (int g = 0; g < n; g++)
-			map[i * n + g] = i == base ? g : match(&v[base], g, &v[i]);
+			map[i * n + g] = i == base ? g : drop ? -1
+			                 : match(&v[base], g, &v[i]);
+	}
 	/* the GPU facts, from the first source that has each, checked
 	 * against the others */
 	for (int g = 0; g < n && !rc; g++) {

@@ -226,6 +226,13 @@ t topo-dgx1-check 0 "" -- check --cluster "$W/dgx1-cl.json" --job $D/job-tp2pp4.
 has topo-dgx1-nvlink "$W/out" "tp_nvlink holds"
 t topo-a10 0 - -- topo --host a10 --smi-topo $P/a10-allsys/a10-4gpu-allSYS-2nic_xuesongtap.txt -o "$W/a10-cl.json"
 t topo-a10-infeasible 5 "thermap: error: infeasible: tp_nvlink: tensor-parallel group (ranks 0,1) needs 2 GPUs joined by NVLink; host a10 has no such set; missing links: GPU0-GPU1 SYS, GPU0-GPU2 SYS, GPU0-GPU3 SYS, GPU1-GPU2 SYS, GPU1-GPU3 SYS, GPU2-GPU3 SYS" -- plan --cluster "$W/a10-cl.json" --profile $D/a10-profile.json --job $D/job-a10-tp2.json -o "$W/a10t"
+# --prefer keeps one source's word and warns
+t topo-prefer 0 "thermap: warning: host a: smi-topo (fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt) lists 8 GPUs, gpus (fixtures/h200x4-a/smi-q.txt) lists 4; keeping smi-topo's
+thermap: warning: host a: fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt: no NUMA Affinity column; NUMA nodes unknown" -- topo --host a --prefer smi-topo --smi-topo fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt --gpus $F/smi-q.txt
+has topo-prefer-matrix "$W/out" '["X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS"]'
+# an NVLink that one source has and the other has not
+printf '\tGPU0\tGPU1\tGPU2\tGPU3\nGPU0\t X \tSYS\tSYS\tSYS\nGPU1\tSYS\t X \tSYS\tSYS\nGPU2\tSYS\tSYS\t X \tSYS\nGPU3\tSYS\tSYS\tSYS\t X \n' >"$W/sys4.txt"
+t topo-nv-disagree 4 "thermap: error: host p8: GPUs 0 and 1: 0 NVLinks in smi-topo ($W/sys4.txt), 2 in hwloc (fixtures/topo/hwloc-xml/power8gpudistances.hwloc2-v2.14.xml); fix the inputs or pass --prefer SOURCE" -- topo --host p8 --smi-topo "$W/sys4.txt" --hwloc fixtures/topo/hwloc-xml/power8gpudistances.hwloc2-v2.14.xml
 # disagreeing sources: the DGX-1's matrix with the H200's GPU list
 t topo-disagree 4 "thermap: error: host a: gpus (fixtures/h200x4-a/smi-q.txt) lists 4 GPUs, smi-topo (fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt) lists 8; fix the inputs or pass --prefer SOURCE" -- topo --host a --smi-topo fixtures/public/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt --gpus $F/smi-q.txt
 
