@@ -367,6 +367,25 @@ static inline bool digits_ok(uint64_t x, uint64_t m)
 	       ((x + (m & 0x0606060606060606ull)) & hi) == three;
 }
 
+/* Are the 16 bytes at p hex digits? Eight at a time: with no byte at or
+ * above 0x80, adding a constant to every byte cannot carry into the next,
+ * so the top bit of each byte says whether it reached a bound. */
+static inline bool hex16_ok(const char *p)
+{
+	const uint64_t ones = 0x0101010101010101ull, top = ones << 7;
+	for (int k = 0; k < 16; k += 8) {
+		uint64_t x = load8(p + k), lx, digit, af;
+		if (x & top)
+			return false;
+		lx = x | ones * 0x20;   /* 'A'..'F' -> 'a'..'f' */
+		digit = ((x + ones * 0x50) & ~(x + ones * 0x46)) & top;
+		af = ((lx + ones * 0x1f) & ~(lx + ones * 0x19)) & top;
+		if ((digit | af) != top)
+			return false;
+	}
+	return true;
+}
+
 /* Fast path for nvidia-smi's "YYYY/MM/DD HH:MM:SS.mmm". */
 static bool smi_time(csv *C, const char *p, const char *e, double *t)
 {
@@ -491,14 +510,18 @@ static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
 static inline const char *to_comma(const char *p, const char *e)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* whole words, also the last one: TL_SLACK bytes follow the line */
 	const uint64_t ones = 0x0101010101010101ull;
-	while (e - p >= 8) {
+	while (p < e) {
 		uint64_t x = load8(p) ^ (ones * ',');
 		uint64_t m = (x - ones) & ~x & (ones << 7);
-		if (m)
-			return p + (__builtin_ctzll(m) >> 3);
+		if (m) {
+			p += __builtin_ctzll(m) >> 3;
+			return p < e ? p : e;
+		}
 		p += 8;
 	}
+	return e;
 #endif
 	while (p < e && *p != ',')
 		p++;
@@ -610,7 +633,8 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 	const char *p = line, *e = line + len;
 	const char **ids = r->ids;
 	size_t *idn = r->idn;
-	int c = 0, rc;
+	int c = 0, rc, ncols = C->ncols;
+	const col *cols = C->cols;     /* kept in a register: read per field */
 	unsigned fset = 0, fval = 0;   /* Active/Not Active, per field bit */
 
 	ids[0] = ids[1] = ids[2] = NULL;
@@ -618,11 +642,11 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 	tl_sample_clear(&r->s);
 	for (;; c++) {
 		const char *q;
-		if (c >= C->ncols)
+		if (c >= ncols)
 			return tm_fail(S->err, TM_EINPUT, "%s:%ld: expected %d "
 			               "fields, found more", S->file, S->line,
-			               C->ncols);
-		switch (C->cols[c].kind) {
+			               ncols);
+		switch (cols[c].kind) {
 		case C_NUM: {
 			const char *v = p;
 			uint64_t m = 0;
@@ -641,7 +665,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 				nd += frac;
 			}
 			if (nd > 0 && nd <= 15 && (v == e || *v == ',')) {
-				r->s.v[C->cols[c].field] = frac ? (double)m /
+				r->s.v[cols[c].field] = frac ? (double)m /
 				        pow10tab[frac] : (double)m;
 				q = v;
 				goto next;
@@ -650,7 +674,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 		}
 		case C_FLAG: {
 			const char *v = p;
-			unsigned bit = 1u << C->cols[c].field;
+			unsigned bit = 1u << cols[c].field;
 			while (*v == ' ')
 				v++;
 			if (e - v >= 10 && load8(v) == load8("Not Active") &&
@@ -671,23 +695,35 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 		}
 		case C_MASK: {
 			const char *v = p;
-			uint64_t m = 0;
-			unsigned bad = 0;
 			while (*v == ' ')
 				v++;
-			/* nvidia-smi prints 0x and 16 digits */
+			/* nvidia-smi prints 0x and 16 digits; the reasons thermap
+			 * reads are in the last three */
 			if (e - v < 18 || v[0] != '0' || v[1] != 'x' ||
-			    (v + 18 < e && v[18] != ','))
+			    (v + 18 < e && v[18] != ',') ||
+			    !hex16_ok(v + 2))
 				break;
-			for (int i = 2; i < 18; i++) {
-				unsigned d = hexval[(unsigned char)v[i]];
-				bad |= d;
-				m = m << 4 | (d & 15);
-			}
-			if (bad & 0x80)
-				break;
-			tl_reasons(&r->s, m);
+			tl_reasons(&r->s, (unsigned long long)(
+			           hexval[(unsigned char)v[15]] << 8 |
+			           hexval[(unsigned char)v[16]] << 4 |
+			           hexval[(unsigned char)v[17]]));
 			q = v + 18;
+			goto next;
+		}
+		case C_INDEX:
+		case C_PCI:
+		case C_UUID: {
+			/* identities are compared as bytes later: just find them */
+			const char *v = p, *ve;
+			int k = cols[c].kind == C_INDEX ? 0
+			        : cols[c].kind == C_PCI ? 1 : 2;
+			while (*v == ' ')
+				v++;
+			q = ve = to_comma(v, e);
+			while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+				ve--;
+			ids[k] = v;
+			idn[k] = (size_t)(ve - v);
 			goto next;
 		}
 		case C_TIME: {
@@ -705,7 +741,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 			break;
 		}
 		q = to_comma(p, e);
-		if (C->cols[c].kind != C_SKIP &&
+		if (cols[c].kind != C_SKIP &&
 		    (rc = one_value(C, c, p, q, &r->s, ids, idn)))
 			return rc;
 next:
@@ -1002,7 +1038,7 @@ static int csv_parallel(csv *C, tl_lines *L)
 	P.slot = xcalloc((size_t)P.nslots, sizeof *P.slot);
 	for (int i = 0; i < P.nslots; i++) {
 		/* a piece, the byte before it, its last line: see want */
-		P.slot[i].buf = xmalloc(CHUNK + TL_MAX_LINE + 4);
+		P.slot[i].buf = xcalloc(CHUNK + TL_MAX_LINE + 4 + TL_SLACK, 1);
 		P.slot[i].k = -1;
 	}
 	pthread_mutex_init(&P.mu, NULL);

@@ -51,7 +51,7 @@ int tl_lines_open(tl_lines *L, const char *file, tm_error *err)
 			               strerror(errno));
 	}
 	L->cap = READ_CHUNK + TL_MAX_LINE;
-	L->buf = xmalloc(L->cap + 1);
+	L->buf = xcalloc(L->cap + 1 + TL_SLACK, 1);
 	return 0;
 }
 

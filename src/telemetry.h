@@ -137,6 +137,10 @@ int tl_read_file(tl_src *src);
 /* ---- reading lines ----------------------------------------------------- */
 
 #define TL_MAX_LINE (1u << 16)  /* longest line accepted, bytes */
+/* Every line a reader gets is followed by a '\n', '\r' or '\0' and then
+ * at least TL_SLACK readable bytes, so scans may read whole words past its
+ * end (and ignore what they find there). */
+#define TL_SLACK 16
 
 typedef struct tl_lines {
 	int fd;
