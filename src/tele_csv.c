@@ -183,6 +183,9 @@ typedef struct csv {
 	/* the previous row's date, to skip re-parsing it */
 	char date[16];
 	double date_t;
+	char sec[24];         /* the previous row's time up to the second */
+	double sec_t;
+	bool sec_ok;
 	idcache cache[NCACHE];
 	int ncache, next, hit;
 } csv;
@@ -390,8 +393,22 @@ static inline bool hex16_ok(const char *p)
 static bool smi_time(csv *C, const char *p, const char *e, double *t)
 {
 	int hh, mm, ss, ms;
-	if (e - p != 23 || p[4] != '/' || p[7] != '/' || p[10] != ' ' ||
-	    p[13] != ':' || p[16] != ':' || p[19] != '.')
+	if (e - p != 23 || p[19] != '.')
+		return false;
+	/* rows of one second share "YYYY/MM/DD HH:MM:SS": when this one
+	 * does, only the milliseconds are new */
+	if (C->sec_ok && load8(p) == load8(C->sec) &&
+	    load8(p + 8) == load8(C->sec + 8) && p[16] == C->sec[16] &&
+	    p[17] == C->sec[17] && p[18] == C->sec[18]) {
+		unsigned a = (unsigned)(p[20] - '0'), b = (unsigned)(p[21] - '0'),
+		         c = (unsigned)(p[22] - '0');
+		if (a > 9 || b > 9 || c > 9)
+			return false;
+		*t = C->sec_t + (double)(a * 100 + b * 10 + c) / 1000.0;
+		return true;
+	}
+	if (p[4] != '/' || p[7] != '/' || p[10] != ' ' || p[13] != ':' ||
+	    p[16] != ':')
 		return false;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	{
@@ -426,7 +443,10 @@ static bool smi_time(csv *C, const char *p, const char *e, double *t)
 	ms = (p[20] - '0') * 100 + (p[21] - '0') * 10 + (p[22] - '0');
 	if (hh > 23 || mm > 59 || ss > 60)
 		return false;
-	*t = C->date_t + (double)(hh * 3600 + mm * 60 + ss) + ms / 1000.0;
+	memcpy(C->sec, p, 19);
+	C->sec_t = C->date_t + (double)(hh * 3600 + mm * 60 + ss);
+	C->sec_ok = true;
+	*t = C->sec_t + ms / 1000.0;
 	return true;
 }
 
