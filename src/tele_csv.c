@@ -284,6 +284,12 @@ static int set_header(csv *C, const char *line, size_t len, bool quiet)
 			for (int d = 0; d < n; d++)
 				if (C->cols[d].kind == C_FLAG)
 					C->cols[d].kind = C_SKIP;
+	/* a skipped column carries the length of the run of skipped
+	 * columns it starts, so a row passes the run in one go */
+	for (int c = n - 1; c >= 0; c--)
+		if (C->cols[c].kind == C_SKIP)
+			C->cols[c].field = c + 1 < n && C->cols[c + 1].kind == C_SKIP
+			                   ? C->cols[c + 1].field + 1 : 1;
 	/* a header must name something measured, not only identities */
 	for (int c = 0; c < n; c++)
 		if (C->cols[c].kind == C_NUM &&
@@ -757,12 +763,21 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 			}
 			break;
 		}
+		case C_SKIP: {
+			/* the run of skipped columns this one starts */
+			int run = cols[c].field;
+			q = to_comma(p, e);
+			while (--run > 0 && q != e) {
+				q = to_comma(q + 1, e);
+				c++;
+			}
+			goto next;
+		}
 		default:
 			break;
 		}
 		q = to_comma(p, e);
-		if (cols[c].kind != C_SKIP &&
-		    (rc = one_value(C, c, p, q, &r->s, ids, idn)))
+		if ((rc = one_value(C, c, p, q, &r->s, ids, idn)))
 			return rc;
 next:
 		if (q == e)

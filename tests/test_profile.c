@@ -339,6 +339,10 @@ static void test_malformed(void **state)
 	     "2026/01/01 00:00:01.000, 0\n"
 	     "2026/01/01 00:00:02.000, 0, 40\n",
 	     "%s:3: expected 3 fields, found 2");
+	FAIL("skiprun.csv", "timestamp, index, foo, bar, temperature.gpu\n"
+	     "2026/01/01 00:00:00.000, 0, 1\n"
+	     "2026/01/01 00:00:01.000, 0, 1, 2, 40\n",
+	     "%s:2: expected 5 fields, found 3");
 	FAIL("more.csv", "timestamp, index, temperature.gpu\n"
 	     "2026/01/01 00:00:00.000, 0, 40, 7\n",
 	     "%s:2: expected 3 fields, found more");
