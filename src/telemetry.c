@@ -660,7 +660,9 @@ static void qpop(tgpu *g)
 	g->qn--;
 }
 
-static void qpush(tgpu *g, const held *h)
+/* The slot after the last held sample, made room for; feed() takes it
+ * into the queue. Popping from the front never moves it. */
+static held *qreserve(tgpu *g)
 {
 	if (g->qn == g->qcap) {
 		if (g->qcap == QMAX) {
@@ -679,10 +681,10 @@ static void qpush(tgpu *g, const held *h)
 			g->qhead = 0;
 		}
 	}
-	*qat(g, g->qn) = *h;
-	g->qn++;
+	return qat(g, g->qn);
 }
 
+/* h is the slot qreserve() gave (or, without a time, any held sample). */
 static void feed(tgpu *g, held *h)
 {
 	int busy_eq = h->state >= ST_BUSY ? ST_BUSY : h->state;
@@ -713,7 +715,7 @@ static void feed(tgpu *g, held *h)
 	}
 	h->settled = t - g->run_start >= SETTLE_S;
 	h->initial = g->initial;
-	qpush(g, h);
+	g->qn++;   /* h is the reserved slot */
 }
 
 static void finish_gpu(tgpu *g)
@@ -729,7 +731,7 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 {
 	tl_sink *k = src->sink;
 	tgpu *g = &k->g[gpu];
-	held h;
+	held *h;
 	double from = k->o.from, to = k->o.to;
 
 	if (!isnan(s->t)) {
@@ -766,14 +768,15 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 		k->tap(k->tap_ctx, gpu, s);
 	src->samples++;
 	g->samples++;
-	h.s = *s;
-	h.dt = s->t - g->prev_t;
-	h.dth = s->v[TL_THERMAL_US] - g->prev_th;
-	h.dpc = s->v[TL_PCAP_US] - g->prev_pc;
-	if (h.dth < 0)   /* counter reset: the interval says nothing */
-		h.dth = NAN;
-	if (h.dpc < 0)
-		h.dpc = NAN;
+	h = qreserve(g);
+	h->s = *s;
+	h->dt = s->t - g->prev_t;
+	h->dth = s->v[TL_THERMAL_US] - g->prev_th;
+	h->dpc = s->v[TL_PCAP_US] - g->prev_pc;
+	if (h->dth < 0)   /* counter reset: the interval says nothing */
+		h->dth = NAN;
+	if (h->dpc < 0)
+		h->dpc = NAN;
 	if (!isnan(s->t)) {
 		if (isnan(g->t0))
 			g->t0 = s->t;
@@ -787,9 +790,9 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 		g->plimit_last = s->v[TL_POWER_LIMIT];
 	if (!isnan(s->v[TL_SM_CLOCK_MAX]) && !(s->v[TL_SM_CLOCK_MAX] <= g->smmax))
 		g->smmax = s->v[TL_SM_CLOCK_MAX];
-	h.state = (signed char)state_of(g, s);
-	h.settled = h.initial = false;
-	feed(g, &h);
+	h->state = (signed char)state_of(g, s);
+	h->settled = h->initial = false;
+	feed(g, h);
 	return 0;
 }
 
