@@ -71,6 +71,7 @@ check: all $(TEST_BIN)
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
+	@THERMAP=$(B)/thermap sh tests/real/replay.sh
 	$(MAKE) --no-print-directory check-san
 
 check-san:
@@ -82,6 +83,7 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
+	@THERMAP=build-san/thermap sh tests/real/replay.sh
 
 # Installs missing Debian packages when run as root, then plans the real
 # 4xH200 recording bundled in fixtures/h200x4-a.
