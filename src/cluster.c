@@ -50,8 +50,9 @@ const char *tm_link_name(int link, int nv, char buf[16])
 	return buf;
 }
 
-/* Parses a topo -m cell; -1 when it is not a link code. */
-static int parse_link(const char *s, int *nv)
+/* Parses a topo -m cell ("NV18", " SYS "); -1 when it is not a link code.
+ * SOC, the older name of SYS, is SYS. Shared with the topo -m reader. */
+int tm_parse_link(const char *s, int *nv)
 {
 	char t[16];
 	size_t n = 0;
@@ -68,9 +69,13 @@ static int parse_link(const char *s, int *nv)
 	if (!strcmp(t, "X"))
 		return TM_LINK_X;
 	if (!strncmp(t, "NV", 2) && t[2]) {
-		char *end;
-		long k = strtol(t + 2, &end, 10);
-		if (*end || k < 1 || k > 64)
+		long k = 0;
+		for (const char *d = t + 2; *d; d++) {
+			if (*d < '0' || *d > '9' || k > 64)
+				return -1;
+			k = k * 10 + (*d - '0');
+		}
+		if (k < 1 || k > 64)
 			return -1;
 		*nv = (int)k;
 		return TM_LINK_NV;
@@ -177,7 +182,7 @@ static int load_links(const jin *J, json_t *o, const char *path, tm_node *n)
 			if (!json_is_string(cell))
 				return jin_fail(J, p, NULL, "expected a link code string "
 				                "(X, NV#, PIX, PXB, PHB, NODE, SYS)");
-			l = parse_link(json_string_value(cell), &nv);
+			l = tm_parse_link(json_string_value(cell), &nv);
 			if (l < 0)
 				return jin_fail(J, p, NULL, "\"%.40s\" is not a link code; "
 				                "expected X, NV#, PIX, PXB, PHB, NODE or SYS",

@@ -34,6 +34,8 @@ char *tm_normalise_pci(const char *s);
 bool tm_valid_host(const char *s);
 bool tm_valid_uuid(const char *s);
 int tm_levenshtein(const char *a, const char *b);
+/* cluster.c */
+int tm_parse_link(const char *s, int *nv);
 
 typedef struct strbuf {
 	char *s;     /* NUL-terminated contents */

@@ -175,27 +175,7 @@ static long plain_num(const char *s, long max)
  * of SYS, is SYS); -1 when it is not a link code. */
 static int parse_code(const char *t, int *nv)
 {
-	*nv = 0;
-	if (!strcmp(t, "X"))
-		return TM_LINK_X;
-	if (!strncmp(t, "NV", 2)) {
-		long k = plain_num(t + 2, 64);
-		if (k < 1)
-			return -1;
-		*nv = (int)k;
-		return TM_LINK_NV;
-	}
-	if (!strcmp(t, "PIX"))
-		return TM_LINK_PIX;
-	if (!strcmp(t, "PXB"))
-		return TM_LINK_PXB;
-	if (!strcmp(t, "PHB"))
-		return TM_LINK_PHB;
-	if (!strcmp(t, "NODE"))
-		return TM_LINK_NODE;
-	if (!strcmp(t, "SYS") || !strcmp(t, "SOC"))
-		return TM_LINK_SYS;
-	return -1;
+	return tm_parse_link(t, nv);
 }
 
 /* "GPU7" -> 7; -1 for anything else (NIC0, mlx5_0, "GPU" of "GPU NUMA ID"). */
