@@ -176,10 +176,9 @@ typedef struct csv {
 	tl_src *src;
 	const char *host;     /* GPU host for this file */
 	col *cols;
-	int ncols, ntime;
+	int ncols;
 	bool have_id;
 	bool warned_noid;
-	char hdr_err[512];
 	/* the previous row's date, to skip re-parsing it */
 	char date[16];
 	double date_t;
@@ -217,7 +216,7 @@ static void trim(const char **p, const char **e)
 
 /* Reads a header (or the --fields list). Returns the number of columns
  * thermap reads, 0 when none is known, with the column table set. */
-static int set_header(csv *C, const char *line, size_t len, bool quiet)
+static int set_header(csv *C, const char *line, size_t len)
 {
 	int best[TL_NFIELDS + 4], known = 0, n = 1;
 	const char *p = line, *e = line + len;
@@ -226,7 +225,6 @@ static int set_header(csv *C, const char *line, size_t len, bool quiet)
 	free(C->cols);
 	C->cols = xcalloc((size_t)n, sizeof *C->cols);
 	C->ncols = n;
-	C->ntime = 0;
 	C->have_id = false;
 	for (int i = 0; i < TL_NFIELDS + 4; i++)
 		best[i] = 99;
@@ -266,8 +264,6 @@ static int set_header(csv *C, const char *line, size_t len, bool quiet)
 					C->cols[c].kind = s->kind;
 					C->cols[c].field = s->field;
 					known++;
-					if (s->kind == C_TIME)
-						C->ntime++;
 					if (s->kind == C_INDEX || s->kind == C_PCI ||
 					    s->kind == C_UUID)
 						C->have_id = true;
@@ -276,7 +272,6 @@ static int set_header(csv *C, const char *line, size_t len, bool quiet)
 			}
 		}
 	}
-	(void)quiet;
 	/* The bitmask holds every reason; with it, the per-reason Active
 	 * columns say nothing more and are read past. */
 	for (int c = 0; c < n; c++)
@@ -847,7 +842,7 @@ static int csv_line(csv *C, const char *line, size_t len, bool *hdr_seen)
 	                   looks_like_header(line, len))) {
 		if (!*hdr_seen ? isalpha((unsigned char)*p)
 		               : looks_like_header(line, len)) {
-			if (set_header(C, line, len, false) == 0)
+			if (set_header(C, line, len) == 0)
 				return tm_fail(S->err, TM_EINPUT, "%s:%ld: the "
 				       "header names no column thermap reads "
 				       "(temperature.gpu, power.draw, clocks.sm, "
@@ -861,7 +856,7 @@ static int csv_line(csv *C, const char *line, size_t len, bool *hdr_seen)
 			return tm_fail(S->err, TM_EINPUT, "%s:%ld: no header "
 			               "line; name the columns with --fields "
 			               "(the --query-gpu list)", S->file, S->line);
-		if (set_header(C, S->fields, strlen(S->fields), false) == 0)
+		if (set_header(C, S->fields, strlen(S->fields)) == 0)
 			return tm_fail(S->err, TM_EINPUT, "--fields: no column "
 			               "thermap reads (temperature.gpu, "
 			               "power.draw, clocks.sm, ...)");
@@ -1164,15 +1159,6 @@ int tl_read_csv(tl_src *src, tl_lines *L)
 	return rc;
 }
 
-static bool has(const char *p, size_t n, const char *needle)
-{
-	size_t k = strlen(needle);
-	for (size_t i = 0; i + k <= n; i++)
-		if (memcmp(p + i, needle, k) == 0)
-			return true;
-	return false;
-}
-
 /* ---- nvidia_gpu_exporter captures ------------------------------------------
  * Sections of raw nvidia-smi output; the `--query-gpu ... --format=csv`
  * sections are CSV with a header and one row per GPU. */
@@ -1200,8 +1186,8 @@ int tl_read_capture(tl_src *src, tl_lines *L)
 		}
 		if (len > 4 && memcmp(line, "# $ ", 4) == 0) {
 			state = 0;
-			if (has(line, len, "--query-gpu=") &&
-			    has(line, len, "--format=csv")) {
+			if (tl_contains(line, len, "--query-gpu=") &&
+			    tl_contains(line, len, "--format=csv")) {
 				state = 1;
 				hdr = false;
 				sections++;

@@ -939,7 +939,7 @@ static bool starts(const char *p, size_t n, const char *pre)
 	return n >= k && memcmp(p, pre, k) == 0;
 }
 
-static bool contains(const char *p, size_t n, const char *needle)
+bool tl_contains(const char *p, size_t n, const char *needle)
 {
 	size_t k = strlen(needle);
 	for (size_t i = 0; i + k <= n; i++)
@@ -959,7 +959,7 @@ static bool prom_line(const char *p, size_t n)
 	                 (i > 0 && p[i] >= '0' && p[i] <= '9')))
 		i++;
 	return i > 0 && i < n && (p[i] == '{' || p[i] == ' ') &&
-	       !contains(p, i, ",");
+	       !tl_contains(p, i, ",");
 }
 
 int tl_read_file(tl_src *src)
@@ -1008,9 +1008,9 @@ binary:
 		return rc;
 	}
 	if (!starts(p, n, "####") &&
-	    (contains(p, n < 512 ? n : 512, "==============NVSMI LOG") ||
-	     contains(p, n < 512 ? n : 512, "Clocks Event Reasons") ||
-	     contains(p, n < 512 ? n : 512, "Clocks Throttle Reasons"))) {
+	    (tl_contains(p, n < 512 ? n : 512, "==============NVSMI LOG") ||
+	     tl_contains(p, n < 512 ? n : 512, "Clocks Event Reasons") ||
+	     tl_contains(p, n < 512 ? n : 512, "Clocks Throttle Reasons"))) {
 		rc = tm_fail(src->err, TM_EINPUT, "%s: `nvidia-smi -q` output: "
 		             "one snapshot without a time series; log with "
 		             "nvidia-smi --query-gpu=... --format=csv -l 1 "
@@ -1026,7 +1026,7 @@ binary:
 		fhost = tl_host_from_file(src->file);
 		src->host = fhost;
 	}
-	if (starts(p, n, "####") && contains(p, n, "nvidia_gpu_exporter")) {
+	if (starts(p, n, "####") && tl_contains(p, n, "nvidia_gpu_exporter")) {
 		rc = tl_read_capture(src, &L);
 	} else if (starts(p, n, "#Date") || starts(p, n, "# gpu") ||
 	           starts(p, n, "#gpu") || starts(p, n, "# Date")) {

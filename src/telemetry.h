@@ -121,6 +121,9 @@ static inline void tl_sample_clear(tl_sample *s)
  * sample already says). */
 void tl_reasons(tl_sample *s, unsigned long long mask);
 
+/* Does p[0..n) contain needle? */
+bool tl_contains(const char *p, size_t n, const char *needle);
+
 /* Host name from a file name: the base name without directories and
  * without its last extension ("logs/gpu-a01.csv" -> "gpu-a01"); NULL when
  * that is not a valid host name. The caller frees it. */
