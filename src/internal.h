@@ -25,6 +25,8 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 int tm_fail(tm_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+int tm_vfail_at(tm_error *err, int code, const char *file, long line,
+                const char *fmt, va_list ap);
 void tm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
                  tm_error *err);

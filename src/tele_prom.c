@@ -259,12 +259,12 @@ static int perr(const ploc *P, const char *fmt, ...)
 
 static int perr(const ploc *P, const char *fmt, ...)
 {
-	char m[600];
 	va_list ap;
+	int rc;
 	va_start(ap, fmt);
-	vsnprintf(m, sizeof m, fmt, ap);
+	rc = tm_vfail_at(P->err, TM_EINPUT, P->file, P->line, fmt, ap);
 	va_end(ap);
-	return tm_fail(P->err, TM_EINPUT, "%s:%ld: %s", P->file, P->line, m);
+	return rc;
 }
 
 static bool blank_ch(char c)

@@ -80,12 +80,12 @@ static int xfail(xp *x, const char *fmt, ...)
 
 static int xfail(xp *x, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
+	int rc;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	rc = tm_vfail_at(x->err, TM_EINPUT, x->file, x->line, fmt, ap);
 	va_end(ap);
-	return tm_fail(x->err, TM_EINPUT, "%s:%d: %s", x->file, x->line, msg);
+	return rc;
 }
 
 static void adv(xp *x, size_t k)
@@ -486,12 +486,12 @@ static int efail(nc_ctx *c, const xn *e, const char *fmt, ...)
 
 static int efail(nc_ctx *c, const xn *e, const char *fmt, ...)
 {
-	char msg[512];
 	va_list ap;
+	int rc;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	rc = tm_vfail_at(c->err, TM_EINPUT, c->file, e->line, fmt, ap);
 	va_end(ap);
-	return tm_fail(c->err, TM_EINPUT, "%s:%d: %s", c->file, e->line, msg);
+	return rc;
 }
 
 static int enclosing(const nc_ctx *c, int i, const char *name)

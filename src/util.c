@@ -60,6 +60,19 @@ int tm_fail(tm_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
+/* tm_fail for readers that know the line: "FILE:LINE: message". */
+int tm_vfail_at(tm_error *err, int code, const char *file, long line,
+                const char *fmt, va_list ap)
+{
+	if (err && !err->code) {
+		int n = snprintf(err->msg, sizeof err->msg, "%s:%ld: ", file, line);
+		err->code = code;
+		if (n >= 0 && (size_t)n < sizeof err->msg)
+			vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+	}
+	return code;
+}
+
 static tm_warn_fn warn_fn;
 static void *warn_ud;
 
