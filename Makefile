@@ -84,6 +84,15 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh
+	$(MAKE) --no-print-directory check-tsan
+
+# the threaded CSV reader under ThreadSanitizer: workers and the thread
+# that pushes rows must share nothing unguarded
+check-tsan:
+	$(MAKE) --no-print-directory B=build-tsan \
+	        CFLAGS="-O1 -g -fsanitize=thread" LDEXTRA="-fsanitize=thread" \
+	        build-tsan/test_profile
+	TSAN_OPTIONS=halt_on_error=1 ./build-tsan/test_profile
 
 # Installs missing Debian packages when run as root, then plans the real
 # 4xH200 recording bundled in fixtures/h200x4-a.
@@ -96,9 +105,9 @@ bench: all
 	@sh scripts/bench.sh $(B)/thermap
 
 clean:
-	rm -rf build build-san libthermap.a demo-plan
+	rm -rf build build-san build-tsan libthermap.a demo-plan
 
-.PHONY: all check check-san demo bench clean libthermap.a
+.PHONY: all check check-san check-tsan demo bench clean libthermap.a
 .SECONDARY:
 
 -include $(wildcard $(B)/*.d)

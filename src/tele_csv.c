@@ -900,7 +900,10 @@ typedef struct chunk {
 } chunk;
 
 typedef struct par {
-	const csv *C;
+	/* copies taken before any worker starts: the reader and its source
+	 * go on changing as this thread pushes rows, workers read these */
+	csv C;
+	tl_src src;
 	int fd;
 	long long data_off, size;
 	long npieces, next;
@@ -934,9 +937,9 @@ static void parse_piece(par *P, chunk *ch)
 	long long rs = ch->k ? cs - 1 : cs;
 	size_t want = (size_t)(ce - rs) + TL_MAX_LINE + 2, pos = 0, len;
 	ssize_t got;
-	csv W = *P->C;   /* own date cache; columns shared, read only */
+	csv W = P->C;   /* own date cache; columns shared, read only */
 	const char *nul;
-	tl_src S = *P->C->src;
+	tl_src S = P->src;
 	tm_error err = { 0, "" };
 
 	W.src = &S;
@@ -1059,7 +1062,8 @@ static int csv_parallel(csv *C, tl_lines *L)
 	    st.st_size - tl_lines_tell(L) < (long long)PAR_MIN)
 		return 0;
 	memset(&P, 0, sizeof P);
-	P.C = C;
+	P.C = *C;
+	P.src = *C->src;
 	P.fd = L->fd;
 	P.data_off = tl_lines_tell(L);
 	P.size = st.st_size;
