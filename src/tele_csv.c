@@ -641,26 +641,24 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
 typedef struct rowrec {   /* a parsed row waiting to be pushed */
 	const char *ids[3];   /* index, pci.bus_id, uuid as in the row */
 	size_t idn[3];
-	long line;            /* line within its chunk */
 	tl_sample s;
 } rowrec;
 
 /* Parses one row into r. The byte after the line (line[len]) must be a
  * '\n', '\r' or '\0' -- tl_lines and the piece reader guarantee it -- so
  * that the scans for digits and spaces stop there without a bound check. */
-static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
+static int parse_row(csv *C, const char *line, size_t len,
+                     const char **ids, size_t *idn, tl_sample *smp)
 {
 	tl_src *S = C->src;
 	const char *p = line, *e = line + len;
-	const char **ids = r->ids;
-	size_t *idn = r->idn;
 	int c = 0, rc, ncols = C->ncols;
 	const col *cols = C->cols;     /* kept in a register: read per field */
 	unsigned fset = 0, fval = 0;   /* Active/Not Active, per field bit */
 
 	ids[0] = ids[1] = ids[2] = NULL;
 	idn[0] = idn[1] = idn[2] = 0;
-	tl_sample_clear(&r->s);
+	tl_sample_clear(smp);
 	for (;; c++) {
 		const char *q;
 		if (c >= ncols)
@@ -686,7 +684,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 				nd += frac;
 			}
 			if (nd > 0 && nd <= 15 && (v == e || *v == ',')) {
-				r->s.v[cols[c].field] = frac ? (double)m /
+				smp->v[cols[c].field] = frac ? (double)m /
 				        pow10tab[frac] : (double)m;
 				q = v;
 				goto next;
@@ -724,7 +722,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 			    (v + 18 < e && v[18] != ',') ||
 			    !hex16_ok(v + 2))
 				break;
-			tl_reasons(&r->s, (unsigned long long)(
+			tl_reasons(smp, (unsigned long long)(
 			           hexval[(unsigned char)v[15]] << 8 |
 			           hexval[(unsigned char)v[16]] << 4 |
 			           hexval[(unsigned char)v[17]]));
@@ -752,7 +750,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 			while (*v == ' ')
 				v++;
 			if (e - v >= 23 && (v + 23 == e || v[23] == ',') &&
-			    smi_time(C, v, v + 23, &r->s.t)) {
+			    smi_time(C, v, v + 23, &smp->t)) {
 				q = v + 23;
 				goto next;
 			}
@@ -772,7 +770,7 @@ static int parse_row(csv *C, const char *line, size_t len, rowrec *r)
 			break;
 		}
 		q = to_comma(p, e);
-		if ((rc = one_value(C, c, p, q, &r->s, ids, idn)))
+		if ((rc = one_value(C, c, p, q, smp, ids, idn)))
 			return rc;
 next:
 		if (q == e)
@@ -783,7 +781,7 @@ next:
 		return tm_fail(S->err, TM_EINPUT, "%s:%ld: expected %d fields, "
 		               "found %d", S->file, S->line, C->ncols, c + 1);
 	for (int f = 0; fset; f++, fset >>= 1, fval >>= 1) {
-		double *v = &r->s.v[f];
+		double *v = &smp->v[f];
 		if (fset & 1)
 			*v = isnan(*v) ? (double)(fval & 1)
 			     : (double)(*v != 0 || (fval & 1));
@@ -804,7 +802,7 @@ static int push_row(csv *C, rowrec *r)
 static int csv_row(csv *C, const char *line, size_t len)
 {
 	rowrec r;
-	int rc = parse_row(C, line, len, &r);
+	int rc = parse_row(C, line, len, r.ids, r.idn, &r.s);
 	return rc ? rc : push_row(C, &r);
 }
 
@@ -888,11 +886,27 @@ static int nfields(const char *p, size_t n)
 #define PAR_MIN (4u << 20)   /* files smaller than this stay sequential */
 #define PAR_MAX_THREADS 4
 
+/* A row of a piece: its GPU as a number into the piece's table of GPU
+ * keys, so that the thread pushing rows reads neither the key bytes nor
+ * the key of every row, only the sample. */
+typedef struct prow {
+	tl_sample s;
+	int key;              /* into chunk.key */
+	int line;             /* line within the piece */
+} prow;
+
+typedef struct pkey {     /* a GPU key as first seen in the piece */
+	const char *ids[3];
+	size_t idn[3];
+} pkey;
+
 typedef struct chunk {
 	char *buf;            /* the piece, read with pread */
 	const char *data;
-	rowrec *rec;
+	prow *rec;
 	long nrec, caprec;
+	pkey key[NCACHE];
+	int nkey, hit;
 	long nlines;          /* lines taken before a stop */
 	long long stop_off;   /* -1, or where the sequential reader goes on */
 	long k;               /* piece number, -1 when free */
@@ -930,6 +944,34 @@ static ssize_t pread_all(int fd, char *buf, size_t n, long long off)
 	return (ssize_t)got;
 }
 
+/* The row's GPU key in the piece's table, added when new; -1 when the
+ * table is full (the sequential reader then takes the row). */
+static int piece_key(chunk *ch, const char *const ids[3], const size_t idn[3])
+{
+	pkey *k;
+	for (int i = 0, j = ch->hit; i < ch->nkey; i++, j++) {
+		if (j >= ch->nkey)
+			j = 0;
+		k = &ch->key[j];
+		if (k->idn[0] == idn[0] && k->idn[1] == idn[1] &&
+		    k->idn[2] == idn[2] && keq(k->ids[0], ids[0], idn[0]) &&
+		    keq(k->ids[1], ids[1], idn[1]) &&
+		    keq(k->ids[2], ids[2], idn[2])) {
+			ch->hit = j + 1;
+			return j;
+		}
+	}
+	if (ch->nkey == NCACHE)
+		return -1;
+	k = &ch->key[ch->nkey];
+	for (int i = 0; i < 3; i++) {
+		k->ids[i] = ids[i];
+		k->idn[i] = idn[i];
+	}
+	ch->hit = ch->nkey + 1;
+	return ch->nkey++;
+}
+
 static void parse_piece(par *P, chunk *ch)
 {
 	long long cs = P->data_off + ch->k * (long long)CHUNK;
@@ -945,6 +987,7 @@ static void parse_piece(par *P, chunk *ch)
 	W.src = &S;
 	S.err = &err;
 	ch->nrec = ch->nlines = 0;
+	ch->nkey = ch->hit = 0;
 	ch->stop_off = -1;
 	if (rs + (long long)want > P->size)
 		want = (size_t)(P->size - rs);
@@ -979,7 +1022,10 @@ static void parse_piece(par *P, chunk *ch)
 		for (p = l; p < l + n && (*p == ' ' || *p == '\t'); p++)
 			;
 		if (p < l + n) {
-			rowrec *r;
+			prow *r;
+			const char *ids[3];
+			size_t idn[3];
+			int j;
 			if (!isdigit((unsigned char)*p) || (nul && nul < l + n)) {
 				ch->stop_off = rs + (long long)pos;
 				return;
@@ -990,11 +1036,13 @@ static void parse_piece(par *P, chunk *ch)
 				                   sizeof *ch->rec);
 			}
 			r = &ch->rec[ch->nrec];
-			if (parse_row(&W, l, n, r) != 0) {
+			if (parse_row(&W, l, n, ids, idn, &r->s) != 0 ||
+			    (j = piece_key(ch, ids, idn)) < 0) {
 				ch->stop_off = rs + (long long)pos;
 				return;
 			}
-			r->line = ch->nlines;
+			r->key = j;
+			r->line = (int)ch->nlines;
 			ch->nrec++;
 		}
 		ch->nlines++;
@@ -1057,6 +1105,7 @@ static int csv_parallel(csv *C, tl_lines *L)
 	int nth = ncpus(), started = 0, rc = 0;
 	long long resume = -1;
 	long line_base = L->lineno;
+	int gid[NCACHE];
 
 	if (nth < 2 || fstat(L->fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    st.st_size - tl_lines_tell(L) < (long long)PAR_MIN)
@@ -1088,9 +1137,23 @@ static int csv_parallel(csv *C, tl_lines *L)
 			if (!take(&P))
 				pthread_cond_wait(&P.cv, &P.mu);
 		pthread_mutex_unlock(&P.mu);
+		/* GPU keys are resolved as the rows reach them, so that
+		 * GPUs are numbered, and errors come, in file order */
+		for (int j = 0; j < ch->nkey; j++)
+			gid[j] = -1;
 		for (long i = 0; i < ch->nrec && !rc; i++) {
-			C->src->line = line_base + ch->rec[i].line + 1;
-			rc = push_row(C, &ch->rec[i]);
+			prow *r = &ch->rec[i];
+			C->src->line = line_base + r->line + 1;
+			C->src->rows++;
+			if (gid[r->key] < 0) {
+				const pkey *pk = &ch->key[r->key];
+				gid[r->key] = row_gpu(C, pk->ids, pk->idn);
+				if (gid[r->key] < 0) {
+					rc = TM_EINPUT;
+					break;
+				}
+			}
+			rc = tl_push(C->src, gid[r->key], &r->s);
 		}
 		line_base += ch->nlines;
 		if (ch->stop_off >= 0)
