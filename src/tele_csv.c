@@ -462,13 +462,10 @@ static inline bool keq(const char *a, const char *b, size_t n)
 	return true;
 }
 
-static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
+/* The GPU of a key seen before, or -1. */
+static int row_gpu_known(csv *C, const char *const ids[3],
+                         const size_t idn[3])
 {
-	tl_src *S = C->src;
-	char *uuid = NULL, *pci = NULL;
-	int index = -1, id;
-	size_t kl = idn[0] + idn[1] + idn[2];
-
 	/* interleaved logs cycle through their GPUs: try the entry after
 	 * the last hit first */
 	for (int i = 0, j = C->hit; i < C->ncache; i++, j++) {
@@ -484,6 +481,18 @@ static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
 			return c->id;
 		}
 	}
+	return -1;
+}
+
+static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
+{
+	tl_src *S = C->src;
+	char *uuid = NULL, *pci = NULL;
+	int index = -1, id;
+	size_t kl = idn[0] + idn[1] + idn[2];
+
+	if ((id = row_gpu_known(C, ids, idn)) >= 0)
+		return id;
 	if (ids[0] && idn[0]) {
 		char *end, buf[24];
 		long v;
@@ -875,16 +884,23 @@ static int nfields(const char *p, size_t n)
 
 /* ---- parallel parsing of large CSV files ------------------------------------
  * A large regular file is cut into CHUNK-byte pieces at line starts; worker
- * threads parse pieces into rows, and this thread pushes the rows in file
- * order, so the result is the same as reading line by line. Workers take
- * only plain data rows: at the first line that is anything else (a
+ * threads parse pieces into rows, and the rows are pushed piece by piece in
+ * file order, so the result is the same as reading line by line. Workers
+ * take only plain data rows: at the first line that is anything else (a
  * header, a bad value, a cut last line, an over-long line) the piece stops
  * there and the sequential reader takes over at that line, so every
- * message and every rule stays in one place. */
+ * message and every rule stays in one place.
+ *
+ * Pushing is split by GPU: each GPU's samples must go in order, but
+ * different GPUs' need not, so once a piece names only GPUs already known,
+ * groups of its GPUs are pushed by this thread and the workers together,
+ * and of their errors the earliest line is the one reported. Otherwise
+ * (a new GPU, a window relative to the file's first time) this thread
+ * pushes the piece row by row. */
 
 #define CHUNK (1u << 20)
 #define PAR_MIN (4u << 20)   /* files smaller than this stay sequential */
-#define PAR_MAX_THREADS 4
+#define PAR_MAX_THREADS 16
 
 /* A row of a piece: its GPU as a number into the piece's table of GPU
  * keys, so that the thread pushing rows reads neither the key bytes nor
@@ -907,11 +923,25 @@ typedef struct chunk {
 	long nrec, caprec;
 	pkey key[NCACHE];
 	int nkey, hit;
+	int *klist[NCACHE];   /* per key: its rows, in file order */
+	int klen[NCACHE], kcap[NCACHE];
 	long nlines;          /* lines taken before a stop */
 	long long stop_off;   /* -1, or where the sequential reader goes on */
 	long k;               /* piece number, -1 when free */
 	int state;            /* 0 free, 1 being parsed, 2 parsed */
 } chunk;
+
+/* One share of a piece's rows to push: the rows of some of its GPUs,
+ * through a copy of the source of its own. */
+typedef struct pgroup {
+	int keys[NCACHE];
+	int nkeys;
+	tl_src src;
+	tm_error scratch;     /* src.err */
+	tm_error err;         /* the group's earliest error, at line */
+	long line;
+	int rc;
+} pgroup;
 
 typedef struct par {
 	/* copies taken before any worker starts: the reader and its source
@@ -924,6 +954,12 @@ typedef struct par {
 	chunk *slot;
 	int nslots;
 	bool quit;
+	/* the piece being pushed by GPU groups, when pch is set */
+	chunk *pch;
+	const int *gid;
+	long line_base;
+	pgroup grp[PAR_MAX_THREADS];
+	int ptask, pntask, pdone;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 } par;
@@ -964,6 +1000,7 @@ static int piece_key(chunk *ch, const char *const ids[3], const size_t idn[3])
 	if (ch->nkey == NCACHE)
 		return -1;
 	k = &ch->key[ch->nkey];
+	ch->klen[ch->nkey] = 0;
 	for (int i = 0; i < 3; i++) {
 		k->ids[i] = ids[i];
 		k->idn[i] = idn[i];
@@ -1043,6 +1080,12 @@ static void parse_piece(par *P, chunk *ch)
 			}
 			r->key = j;
 			r->line = (int)ch->nlines;
+			if (ch->klen[j] == ch->kcap[j]) {
+				ch->kcap[j] = ch->kcap[j] ? 2 * ch->kcap[j] : 1024;
+				ch->klist[j] = xrealloc(ch->klist[j], (size_t)
+				        ch->kcap[j] * sizeof *ch->klist[j]);
+			}
+			ch->klist[j][ch->klen[j]++] = (int)ch->nrec;
 			ch->nrec++;
 		}
 		ch->nlines++;
@@ -1050,14 +1093,50 @@ static void parse_piece(par *P, chunk *ch)
 	}
 }
 
-/* With P->mu held: claims the next piece, if its slot is free, and
- * parses it (the lock is let go meanwhile). Returns false when there was
- * nothing to take. */
-static bool take(par *P)
+/* Pushes the rows of group t's GPUs, each GPU's in file order up to its
+ * first error; keeps the error with the earliest line. */
+static void push_group(par *P, int t)
+{
+	pgroup *G = &P->grp[t];
+	const chunk *ch = P->pch;
+	for (int a = 0; a < G->nkeys; a++) {
+		int j = G->keys[a], gpu = P->gid[j], rc;
+		const int *lst = ch->klist[j];
+		for (int i = 0; i < ch->klen[j]; i++) {
+			const prow *r = &ch->rec[lst[i]];
+			G->src.line = P->line_base + r->line + 1;
+			if ((rc = tl_push(&G->src, gpu, &r->s))) {
+				if (!G->rc || G->src.line < G->line) {
+					G->rc = rc;
+					G->line = G->src.line;
+					G->err = G->scratch;
+				}
+				/* tm_fail keeps a first error: clear it */
+				G->scratch.code = 0;
+				G->scratch.msg[0] = '\0';
+				break;
+			}
+		}
+	}
+}
+
+/* With P->mu held: claims a group of the piece being pushed, else (when
+ * parse is set) the next piece, if its slot is free, and does it (the lock
+ * is let go meanwhile). Returns false when there was nothing to take. */
+static bool take(par *P, bool parse)
 {
 	long k = P->next;
 	chunk *ch;
-	if (P->quit || k >= P->npieces)
+	if (P->pch && P->ptask < P->pntask) {
+		int t = P->ptask++;
+		pthread_mutex_unlock(&P->mu);
+		push_group(P, t);
+		pthread_mutex_lock(&P->mu);
+		if (++P->pdone == P->pntask)
+			pthread_cond_broadcast(&P->cv);
+		return true;
+	}
+	if (!parse || P->quit || k >= P->npieces)
 		return false;
 	ch = &P->slot[k % P->nslots];
 	if (ch->state != 0)
@@ -1077,21 +1156,89 @@ static void *worker(void *arg)
 {
 	par *P = arg;
 	pthread_mutex_lock(&P->mu);
-	while (!P->quit && P->next < P->npieces)
-		if (!take(P))
+	while (!P->quit)
+		if (!take(P, true))
 			pthread_cond_wait(&P->cv, &P->mu);
 	pthread_mutex_unlock(&P->mu);
 	return NULL;
 }
 
 /* Threads for parsing: THERMAP_THREADS when set (1 = no threads), else
- * the processors online, at most PAR_MAX_THREADS. */
+ * the processors online, at most PAR_MAX_THREADS (each thread adds about
+ * 2 MiB of buffers). */
 static int ncpus(void)
 {
 	const char *env = getenv("THERMAP_THREADS");
 	long n = env && *env ? strtol(env, NULL, 10)
 	                     : sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > PAR_MAX_THREADS ? PAR_MAX_THREADS : (int)n;
+}
+
+/* Pushes the parsed piece ch by groups of GPUs, this thread and the
+ * workers together, when its GPU keys are all known or new and name
+ * distinct GPUs. Returns false, having pushed nothing, when they are not:
+ * then the caller pushes row by row, so that GPUs are numbered and
+ * errors come in file order. */
+static bool push_split(par *P, csv *C, chunk *ch, int *gid, long line_base,
+                       int *rc)
+{
+	tl_src *S = C->src;
+	int ng = P->nslots - 2, best = -1;
+	tm_error keep = *S->err;
+	long bestline = 0;
+
+	if (ng > ch->nkey)
+		ng = ch->nkey;
+	if (ng < 2)
+		return false;
+	for (int j = 0; j < ch->nkey; j++) {
+		const pkey *pk = &ch->key[j];
+		/* a key seen before, or one that adds its GPU without a
+		 * word: anything else might fail or warn, and must come at
+		 * its line */
+		if (!C->have_id || (gid[j] = row_gpu_known(C, pk->ids, pk->idn)) < 0)
+			return false;
+		for (int i = 0; i < j; i++)
+			if (gid[i] == gid[j])
+				return false;
+	}
+	for (int t = 0; t < ng; t++) {
+		P->grp[t].nkeys = 0;
+		P->grp[t].rc = 0;
+		tl_src_part(&P->grp[t].src, S, &P->grp[t].scratch);
+	}
+	for (int j = 0; j < ch->nkey; j++) {   /* GPUs dealt round */
+		pgroup *G = &P->grp[j % ng];
+		G->keys[G->nkeys++] = j;
+	}
+	pthread_mutex_lock(&P->mu);
+	P->pch = ch;
+	P->gid = gid;
+	P->line_base = line_base;
+	P->ptask = P->pdone = 0;
+	P->pntask = ng;
+	pthread_cond_broadcast(&P->cv);
+	while (P->pdone < P->pntask)
+		if (!take(P, false))
+			pthread_cond_wait(&P->cv, &P->mu);
+	P->pch = NULL;
+	pthread_mutex_unlock(&P->mu);
+	S->rows += ch->nrec;
+	for (int t = 0; t < ng; t++) {
+		pgroup *G = &P->grp[t];
+		tl_src_merge(S, &G->src);
+		if (G->rc && (best < 0 || G->line < bestline)) {
+			best = t;
+			bestline = G->line;
+		}
+	}
+	*S->err = keep;
+	if (best >= 0) {
+		*S->err = P->grp[best].err;
+		S->line = bestline;
+		*rc = P->grp[best].rc;
+	}
+	return true;
 }
 
 /* Reads the rest of the file from L's position in parallel. Returns 0
@@ -1134,9 +1281,12 @@ static int csv_parallel(csv *C, tl_lines *L)
 		chunk *ch = &P.slot[k % P.nslots];
 		pthread_mutex_lock(&P.mu);
 		while (ch->state != 2 || ch->k != k)
-			if (!take(&P))
+			if (!take(&P, true))
 				pthread_cond_wait(&P.cv, &P.mu);
 		pthread_mutex_unlock(&P.mu);
+		if (nth > 1 && tl_push_parallel_ok(C->src) &&
+		    push_split(&P, C, ch, gid, line_base, &rc))
+			goto pushed;
 		/* GPU keys are resolved as the rows reach them, so that
 		 * GPUs are numbered, and errors come, in file order */
 		for (int j = 0; j < ch->nkey; j++)
@@ -1155,6 +1305,7 @@ static int csv_parallel(csv *C, tl_lines *L)
 			}
 			rc = tl_push(C->src, gid[r->key], &r->s);
 		}
+pushed:
 		line_base += ch->nlines;
 		if (ch->stop_off >= 0)
 			resume = ch->stop_off;
@@ -1172,6 +1323,8 @@ static int csv_parallel(csv *C, tl_lines *L)
 	for (int i = 0; i < P.nslots; i++) {
 		free(P.slot[i].buf);
 		free(P.slot[i].rec);
+		for (int j = 0; j < NCACHE; j++)
+			free(P.slot[i].klist[j]);
 	}
 	free(P.slot);
 	pthread_mutex_destroy(&P.mu);

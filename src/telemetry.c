@@ -796,6 +796,34 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 	return 0;
 }
 
+bool tl_push_parallel_ok(const tl_src *src)
+{
+	const tl_sink *k = src->sink;
+	return !k->tap && !k->o.from_rel && !k->o.to_rel;
+}
+
+void tl_src_part(tl_src *part, const tl_src *src, tm_error *err)
+{
+	*part = *src;
+	part->samples = 0;
+	memset(part->skipped, 0, sizeof part->skipped);
+	part->t_first = part->t_last = NAN;
+	part->err = err;
+}
+
+void tl_src_merge(tl_src *src, const tl_src *part)
+{
+	src->samples += part->samples;
+	for (int i = 0; i < TL_NSKIP; i++)
+		src->skipped[i] += part->skipped[i];
+	if (!isnan(part->t_first) &&
+	    (isnan(src->t_first) || part->t_first < src->t_first))
+		src->t_first = part->t_first;
+	if (!isnan(part->t_last) &&
+	    (isnan(src->t_last) || part->t_last > src->t_last))
+		src->t_last = part->t_last;
+}
+
 /* ---- output --------------------------------------------------------------- */
 
 static int cmp_str(const char *a, const char *b)

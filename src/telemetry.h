@@ -107,6 +107,16 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
  * err set ("FILE:LINE: ...") when time goes backwards for that GPU. */
 int tl_push(tl_src *src, int gpu, const tl_sample *s);
 
+/* Pushing in parallel: samples of different GPUs may be pushed by
+ * different threads at once, each through its own copy of the source made
+ * by tl_src_part() (and with no GPU added meanwhile), when this says so:
+ * no tap, and no window relative to the file's first time (which depends
+ * on the rows of every GPU before). tl_src_merge() adds a part's counts
+ * and times back. */
+bool tl_push_parallel_ok(const tl_src *src);
+void tl_src_part(tl_src *part, const tl_src *src, tm_error *err);
+void tl_src_merge(tl_src *src, const tl_src *part);
+
 _Static_assert(TL_NFIELDS == 12, "tl_sample_clear lists every field");
 
 static inline void tl_sample_clear(tl_sample *s)

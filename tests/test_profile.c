@@ -434,8 +434,10 @@ static void test_cut_only_at_end(void **state)
 /* ---- the threaded reader ----------------------------------------------- */
 
 /* A replay of the recording, about 6 MB, with shifted times; optionally
- * one bad value far into it. */
-static const char *replay(const char *name, bool bad)
+ * (bad 1) one bad value far into it, or (bad 2) three rows whose time
+ * goes backwards, for GPUs 2, 1 and 0 in that order, which threads pushing
+ * different GPUs meet in any order. */
+static const char *replay(const char *name, int bad)
 {
 	char *text;
 	size_t len;
@@ -466,9 +468,14 @@ static const char *replay(const char *name, bool bad)
 			        (int)(nl - p - 13), p + 13);
 			p = nl + 1;
 		}
-		if (bad && k == 15)
+		if (bad == 1 && k == 15)
 			sb_add(&b, "2026/11/21 15:59:59.000, 0, 00000000:00:06.0, "
 			       "x\n");
+		for (int g = 2; bad == 2 && k == 15 && g >= 0; g--)
+			sb_addf(&b, "2026/11/21 15:00:00.000, %d, 00000000:00:0%d.0, "
+			        "35, 33, 78.34, 700.00, 345, 3201, 1980, 0, "
+			        "0x0000000000000001, Not Active, Not Active, "
+			        "Not Active, Not Active, 52\n", g, 6 + g);
 	}
 	put(name, b.s, b.len);
 	sb_free(&b);
@@ -484,7 +491,7 @@ static void test_threads_same_result(void **state)
 	tm_tele_opts o = { NAN, NAN, false, false };
 	tm_error e = { 0, "" };
 	(void)state;
-	snprintf(f, sizeof f, "%s", replay("replay.csv", false));
+	snprintf(f, sizeof f, "%s", replay("replay.csv", 0));
 	in.file = f;
 	setenv("THERMAP_THREADS", "1", 1);
 	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &seq_p, &seq_s,
@@ -499,7 +506,7 @@ static void test_threads_same_result(void **state)
 	free(seq_p); free(seq_s); free(par_p); free(par_s);
 
 	/* the same error, same line, either way */
-	snprintf(f, sizeof f, "%s", replay("replay-bad.csv", true));
+	snprintf(f, sizeof f, "%s", replay("replay-bad.csv", 1));
 	setenv("THERMAP_THREADS", "1", 1);
 	memset(&e, 0, sizeof e);
 	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &seq_p, &seq_s,
@@ -512,6 +519,26 @@ static void test_threads_same_result(void **state)
 	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &par_p, &par_s,
 	                                           &e), TM_EINPUT);
 	assert_string_equal(e.msg, msg_seq);
+
+	/* pushed by GPU: the first backward time in the file is the one */
+	snprintf(f, sizeof f, "%s", replay("replay-back.csv", 2));
+	setenv("THERMAP_THREADS", "1", 1);
+	memset(&e, 0, sizeof e);
+	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &seq_p, &seq_s,
+	                                           &e), TM_EINPUT);
+	snprintf(msg_seq, sizeof msg_seq, "%s", e.msg);
+	if (!strstr(msg_seq, ":37778: time goes backwards for GPU h200x4-a "
+	                     "0000:00:08.0"))
+		fail_msg("%s", msg_seq);
+	for (int n = 2; n <= 4; n++) {
+		char nt[8];
+		snprintf(nt, sizeof nt, "%d", n);
+		setenv("THERMAP_THREADS", nt, 1);
+		memset(&e, 0, sizeof e);
+		assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &par_p,
+		                 &par_s, &e), TM_EINPUT);
+		assert_string_equal(e.msg, msg_seq);
+	}
 	unsetenv("THERMAP_THREADS");
 }
 
