@@ -72,6 +72,7 @@ check: all $(TEST_BIN)
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
+	@THERMAP=$(B)/thermap sh tests/lp/run.sh
 	$(MAKE) --no-print-directory check-san
 
 check-san:
@@ -84,6 +85,7 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh
+	@THERMAP=build-san/thermap sh tests/lp/run.sh
 	$(MAKE) --no-print-directory check-tsan
 
 # the threaded CSV reader under ThreadSanitizer: workers and the thread

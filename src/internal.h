@@ -49,6 +49,10 @@ void sb_free(strbuf *b);
 void sb_add(strbuf *b, const char *s);
 void sb_addf(strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* atomic writes for writers that take a file name: a temporary file beside
+ * path (its name in tmp, freed by the caller), then tm_publish_file */
+int tm_temp_beside(const char *path, strbuf *tmp, tm_error *err);
+int tm_publish_file(const char *tmp, const char *path, tm_error *err);
 
 /* jsonin.c: reading validated fields with JSON paths in messages */
 typedef struct jin {

@@ -26,7 +26,7 @@ static const char usage_main[] =
 
 static const char usage_plan[] =
 "usage: thermap plan --cluster FILE --profile FILE --job FILE [--policy FILE]\n"
-"                    -o DIR [--allow-unprofiled] [--quiet]\n"
+"                    -o DIR [--allow-unprofiled] [--write-lp FILE] [--quiet]\n"
 "\n"
 "  --cluster FILE       thermap.cluster/1: hosts, GPUs, links\n"
 "  --profile FILE       thermap.profile/1: per-GPU thermal profile\n"
@@ -36,6 +36,9 @@ static const char usage_plan[] =
 "  -o, --out DIR        plan directory to write (replaced atomically)\n"
 "  --allow-unprofiled   treat GPUs without a profile entry as the worst\n"
 "                       profiled GPU instead of failing\n"
+"  --write-lp FILE      also write the integer program of phase 0 (the\n"
+"                       best iteration time) in CPLEX LP format, whatever\n"
+"                       the method, before solving (docs/model.md, 10)\n"
 "  --quiet              print nothing on stdout (errors and warnings\n"
 "                       still go to stderr)\n"
 "  --help               this text\n";
@@ -161,7 +164,8 @@ static int parse(int argc, char **argv, opt *opts, const char *cmd,
 
 static int cmd_plan(int argc, char **argv)
 {
-	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL;
+	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL,
+	           *lpf = NULL;
 	bool unprof = false, quiet = false, help = false;
 	opt opts[] = {
 		{ "--cluster", NULL, false, &cf, NULL },
@@ -170,6 +174,7 @@ static int cmd_plan(int argc, char **argv)
 		{ "--policy", NULL, false, &polf, NULL },
 		{ "--out", "-o", false, &out, NULL },
 		{ "--allow-unprofiled", NULL, true, NULL, &unprof },
+		{ "--write-lp", NULL, false, &lpf, NULL },
 		{ "--quiet", NULL, true, NULL, &quiet },
 		{ NULL, NULL, false, NULL, NULL },
 	};
@@ -198,6 +203,7 @@ static int cmd_plan(int argc, char **argv)
 	    (rc = polf ? tm_policy_load(polf, &pol, &err)
 	               : tm_policy_default(&pol, &err)) ||
 	    (rc = tm_problem_new(c, p, j, pol, unprof, &pb, &err)) ||
+	    (lpf && (rc = tm_write_lp(pb, lpf, &err))) ||
 	    (rc = tm_solve(pb, &sol, &err)) ||
 	    (rc = tm_plan_write(pb, &sol, out, &err))) {
 		rc = report(&err);
@@ -207,6 +213,9 @@ static int cmd_plan(int argc, char **argv)
 		char *s = tm_plan_summary(pb, &sol);
 		fputs(s, stdout);
 		printf("wrote %s (plan.json, env/, launch.txt)\n", out);
+		if (lpf)
+			printf("wrote %s (phase 0 integer program, CPLEX "
+			       "LP)\n", lpf);
 		free(s);
 	}
 out:

@@ -15,11 +15,16 @@
  * the policy is minimised with the earlier ones held within tolerance. Each
  * phase's answer is re-evaluated by model.c, and bounds come from those
  * exact values, so the ILP and the model cannot drift apart.
+ *
+ * tm_write_lp writes phase 0's program, built by the same code, as a CPLEX
+ * LP file with named rows and columns, for other solvers.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <glpk.h>
 
@@ -37,6 +42,7 @@ typedef struct ilp {
 	int *ccol;            /* replica*nhops + hop → column, 0 if constant */
 	int tcol, pcol;       /* iteration time, peak temperature */
 	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
+	bool names;           /* name rows and columns (for --write-lp) */
 	bool comm_const;      /* every GPU pair has the same bandwidth */
 	double comm_ms;       /* then the hop time per MiB, forward+backward */
 	/* sparse row under construction */
@@ -61,6 +67,32 @@ static void on_glpk_error(void *info)
 	longjmp(glpk_jmp, 1);
 }
 
+/* Names cost memory and time on large programs and only a written file
+ * needs them, so they are given only when L->names is set. */
+static void name_item(ilp *L, bool row, int i, const char *fmt, va_list ap)
+{
+	char name[256];
+	if (!L->names)
+		return;
+	vsnprintf(name, sizeof name, fmt, ap);
+	if (row)
+		glp_set_row_name(L->P, i, name);
+	else
+		glp_set_col_name(L->P, i, name);
+}
+
+/* Host (position in the cluster file) and nvidia-smi index of flat GPU g,
+ * for names: "h0_g3" is GPU 3 of the first host. */
+static int name_host(const tm_problem *pb, int g)
+{
+	return pb->gpu_host[g];
+}
+
+static int name_gpu(const tm_problem *pb, int g)
+{
+	return pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index;
+}
+
 static void row_begin(ilp *L)
 {
 	L->nnz = 0;
@@ -80,17 +112,31 @@ static void row_add(ilp *L, int col, double v)
 	L->val[L->nnz] = v;
 }
 
-static int row_end(ilp *L, int type, double lo, double hi)
+static int row_end(ilp *L, int type, double lo, double hi, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
+static int row_end(ilp *L, int type, double lo, double hi, const char *fmt,
+                   ...)
 {
 	int r = glp_add_rows(L->P, 1);
+	va_list ap;
 	glp_set_row_bnds(L->P, r, type, lo, hi);
 	glp_set_mat_row(L->P, r, L->nnz, L->ind, L->val);
+	va_start(ap, fmt);
+	name_item(L, true, r, fmt, ap);
+	va_end(ap);
 	return r;
 }
 
-static int add_col(ilp *L, int kind, double lo, double hi)
+static int add_col(ilp *L, int kind, double lo, double hi, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
+static int add_col(ilp *L, int kind, double lo, double hi, const char *fmt,
+                   ...)
 {
 	int c = glp_add_cols(L->P, 1);
+	va_list ap;
+	va_start(ap, fmt);
+	name_item(L, false, c, fmt, ap);
+	va_end(ap);
 	glp_set_col_kind(L->P, c, kind);
 	if (kind == GLP_BV)
 		return c;
@@ -106,8 +152,10 @@ static double theta(const ilp *L, int r, int g)
 	return tm_rank_temp(L->pb, r, g, L->t_ref);
 }
 
-/* Rank ra on GPU g forces rank rb onto an NVLink neighbour of g. */
-static void nvlink_pair(ilp *L, int ra, int rb)
+/* Rank ra on GPU g forces rank rb onto an NVLink neighbour of g. Rows are
+ * named tpnv_… for a tensor-parallel pair, ppnv_kK_… for hop K (hop < 0:
+ * tensor-parallel). */
+static void nvlink_pair(ilp *L, int ra, int rb, int hop)
 {
 	const tm_problem *pb = L->pb;
 	int G = pb->ngpu;
@@ -119,19 +167,24 @@ static void nvlink_pair(ilp *L, int ra, int rb)
 		for (int h = 0; h < G; h++)
 			if (tm_nvlink(pb, g, h))
 				row_add(L, L->xcol[rb * G + h], -1);
-		row_end(L, GLP_UP, 0, 0);
+		if (hop < 0)
+			row_end(L, GLP_UP, 0, 0, "tpnv_r%d_r%d_h%d_g%d", ra, rb,
+			        name_host(pb, g), name_gpu(pb, g));
+		else
+			row_end(L, GLP_UP, 0, 0, "ppnv_k%d_r%d_r%d_h%d_g%d", hop,
+			        ra, rb, name_host(pb, g), name_gpu(pb, g));
 	}
 }
 
 /* At most `most` ranks off their reference GPU: Σ x[r,ref(r)] ≥ W − most. */
-static void moves_row(ilp *L, double most)
+static void moves_row(ilp *L, double most, const char *name)
 {
 	const tm_problem *pb = L->pb;
 	int G = pb->ngpu;
 	row_begin(L);
 	for (int r = 0; r < pb->nranks; r++)
 		row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
-	row_end(L, GLP_LO, pb->nranks - most, 0);
+	row_end(L, GLP_LO, pb->nranks - most, 0, "%s", name);
 }
 
 /* The error of a phase that returned no placement. */
@@ -161,11 +214,13 @@ static void build(ilp *L)
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u], f = pb->host_first[h];
 		for (int n = 0; use_z && n < pb->nnodes; n++)
-			L->zcol[n * H + h] = add_col(L, GLP_BV, 0, 1);
+			L->zcol[n * H + h] = add_col(L, GLP_BV, 0, 1, "z_n%d_h%d",
+			                             n, h);
 		for (int r = 0; r < R; r++)
 			for (int g = f; g < f + pb->c->nodes[h].ngpus; g++)
 				if (tm_fits(pb, r, g))
-					L->xcol[r * G + g] = add_col(L, GLP_BV, 0, 1);
+					L->xcol[r * G + g] = add_col(L, GLP_BV, 0, 1,
+					        "x_r%d_h%d_g%d", r, h, name_gpu(pb, g));
 	}
 	/* bandwidth spread over the GPUs a pipeline hop could use */
 	for (int u = 0; u < pb->nusable; u++) {
@@ -188,33 +243,36 @@ static void build(ilp *L)
 
 	for (int d = 0; d < pb->nrep; d++) {
 		for (int s = 0; s < pb->npp && !pb->uniform_derate; s++)
-			L->dcol[d * pb->npp + s] = add_col(L, GLP_CV, 1, INFINITY);
-		L->bcol[d] = add_col(L, GLP_CV, 0, INFINITY);
+			L->dcol[d * pb->npp + s] = add_col(L, GLP_CV, 1, INFINITY,
+			                                   "D_d%d_s%d", d, s);
+		L->bcol[d] = add_col(L, GLP_CV, 0, INFINITY, "B_d%d", d);
 		for (int k = 0; k < pb->nhops && !L->comm_const; k++)
-			L->ccol[d * pb->nhops + k] = add_col(L, GLP_CV, 0, INFINITY);
+			L->ccol[d * pb->nhops + k] = add_col(L, GLP_CV, 0, INFINITY,
+			                                     "C_d%d_k%d", d, k);
 	}
-	L->tcol = add_col(L, GLP_CV, 0, INFINITY);
+	L->tcol = add_col(L, GLP_CV, 0, INFINITY, "T");
 
 	/* assignment */
 	for (int r = 0; r < R; r++) {
 		row_begin(L);
 		for (int g = 0; g < G; g++)
 			row_add(L, L->xcol[r * G + g], 1);
-		row_end(L, GLP_FX, 1, 1);
+		row_end(L, GLP_FX, 1, 1, "assign_r%d", r);
 	}
 	for (int g = 0; g < G; g++) {
 		row_begin(L);
 		for (int r = 0; r < R; r++)
 			row_add(L, L->xcol[r * G + g], 1);
 		if (L->nnz > 1)
-			row_end(L, GLP_UP, 0, 1);
+			row_end(L, GLP_UP, 0, 1, "gpu_h%d_g%d", name_host(pb, g),
+			        name_gpu(pb, g));
 	}
 	/* torchrun: a node's ranks on one host, one node per host */
 	for (int n = 0; use_z && n < pb->nnodes; n++) {
 		row_begin(L);
 		for (int h = 0; h < H; h++)
 			row_add(L, L->zcol[n * H + h], 1);
-		row_end(L, GLP_FX, 1, 1);
+		row_end(L, GLP_FX, 1, 1, "node_n%d", n);
 		for (int i = 0; i < pb->nproc; i++) {
 			int r = n * pb->nproc + i;
 			for (int u = 0; u < pb->nusable; u++) {
@@ -223,7 +281,7 @@ static void build(ilp *L)
 				for (int g = f; g < f + pb->c->nodes[h].ngpus; g++)
 					row_add(L, L->xcol[r * G + g], 1);
 				row_add(L, L->zcol[n * H + h], -1);
-				row_end(L, GLP_FX, 0, 0);
+				row_end(L, GLP_FX, 0, 0, "onhost_r%d_h%d", r, h);
 			}
 		}
 	}
@@ -232,7 +290,7 @@ static void build(ilp *L)
 		row_begin(L);
 		for (int n = 0; n < pb->nnodes; n++)
 			row_add(L, L->zcol[n * H + h], 1);
-		row_end(L, GLP_UP, 0, 1);
+		row_end(L, GLP_UP, 0, 1, "host_h%d", h);
 	}
 	/* stage instances, bottleneck, transfers and iteration time */
 	for (int d = 0; d < pb->nrep; d++) {
@@ -245,12 +303,14 @@ static void build(ilp *L)
 				row_add(L, dc, 1);
 				for (int g = 0; g < G; g++)
 					row_add(L, L->xcol[mem[k] * G + g], -pb->derate[g]);
-				row_end(L, GLP_LO, 0, 0);
+				row_end(L, GLP_LO, 0, 0, "slow_d%d_s%d_r%d", d, s,
+				        mem[k]);
 			}
 			row_begin(L);
 			row_add(L, L->bcol[d], 1);
 			row_add(L, dc, -pb->work[s]);
-			row_end(L, GLP_LO, dc ? 0 : pb->work[s] * pb->derate[0], 0);
+			row_end(L, GLP_LO, dc ? 0 : pb->work[s] * pb->derate[0], 0,
+			        "bneck_d%d_s%d", d, s);
 		}
 		for (int k = 0; k < pb->nhops; k++) {
 			const tm_hop *hp = &pb->hops[k];
@@ -276,7 +336,9 @@ static void build(ilp *L)
 						if (h != g)
 							row_add(L, L->xcol[b * G + h],
 							        -tm_hop_ms(pb, hp->act_mib, g, h));
-					row_end(L, GLP_LO, -cmax, 0);
+					row_end(L, GLP_LO, -cmax, 0,
+					        "hop_d%d_k%d_r%d_h%d_g%d", d, k, a,
+					        name_host(pb, g), name_gpu(pb, g));
 				}
 			}
 		}
@@ -291,14 +353,14 @@ static void build(ilp *L)
 		for (int k = 0; k < pb->nhops; k++)
 			row_add(L, L->ccol[d * pb->nhops + k], -1);
 		row_add(L, L->bcol[d], -(m - 1.0 / v));
-		row_end(L, GLP_LO, cst, 0);
+		row_end(L, GLP_LO, cst, 0, "iter_d%d", d);
 	}
 	/* NVLink constraints: a on g forces b onto an NVLink neighbour of g */
 	for (int i = 0; pol->tp_nvlink && tp > 1 && i < R; i += tp)
 		for (int a = 0; a < tp; a++)
-			for (int b = a + 1; b < tp; b++) {
-				nvlink_pair(L, pb->inst_rank[i + a], pb->inst_rank[i + b]);
-			}
+			for (int b = a + 1; b < tp; b++)
+				nvlink_pair(L, pb->inst_rank[i + a],
+				            pb->inst_rank[i + b], -1);
 	for (int d = 0; pol->pp_nvlink && d < pb->nrep; d++)
 		for (int k = 0; k < pb->nhops; k++)
 			for (int q = 0; q < pb->nmember; q++) {
@@ -307,10 +369,10 @@ static void build(ilp *L)
 				                       pb->nmember + q];
 				int rb = pb->inst_rank[(d * pb->npp + hp->to) *
 				                       pb->nmember + q];
-				nvlink_pair(L, ra, rb);
+				nvlink_pair(L, ra, rb, k);
 			}
 	if (pol->max_moves >= 0)
-		moves_row(L, pol->max_moves);
+		moves_row(L, pol->max_moves, "max_moves");
 }
 
 /* Temperature rows, once the reference time is known. */
@@ -318,7 +380,7 @@ static void build_thermal(ilp *L)
 {
 	const tm_problem *pb = L->pb;
 	int R = pb->nranks, G = pb->ngpu;
-	L->pcol = add_col(L, GLP_CV, -INFINITY, INFINITY);
+	L->pcol = add_col(L, GLP_CV, -INFINITY, INFINITY, "P");
 	glp_set_col_bnds(L->P, L->pcol, GLP_FR, 0, 0);
 	for (int g = 0; g < G; g++) {
 		row_begin(L);
@@ -327,12 +389,14 @@ static void build_thermal(ilp *L)
 		if (!L->nnz)
 			continue;
 		row_add(L, L->pcol, 1);
-		row_end(L, GLP_LO, 0, 0);
+		row_end(L, GLP_LO, 0, 0, "peak_h%d_g%d", name_host(pb, g),
+		        name_gpu(pb, g));
 		if (isfinite(pb->pol->max_temp_c)) {
 			row_begin(L);
 			for (int r = 0; r < R; r++)
 				row_add(L, L->xcol[r * G + g], theta(L, r, g));
-			row_end(L, GLP_UP, 0, pb->pol->max_temp_c);
+			row_end(L, GLP_UP, 0, pb->pol->max_temp_c, "cap_h%d_g%d",
+			        name_host(pb, g), name_gpu(pb, g));
 		}
 	}
 }
@@ -411,14 +475,11 @@ static double now_ms(void)
 
 /* One phase: minimise a criterion. Returns 0 with the placement in flat,
  * TM_EINFEASIBLE, or TM_ELIMIT; *optimal says whether it was proven. */
-static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
-                 double *bound)
+/* Minimise criterion crit: T, P, or W − Σ_r x[r,ref(r)]. */
+static void objective(ilp *L, int crit)
 {
 	const tm_problem *pb = L->pb;
-	int G = pb->ngpu, ncol = glp_get_num_cols(L->P), ret, st;
-	glp_smcp sp;
-	glp_iocp ip;
-	double left = deadline - now_ms();
+	int G = pb->ngpu, ncol = glp_get_num_cols(L->P);
 
 	for (int c = 1; c <= ncol; c++)
 		glp_set_obj_coef(L->P, c, 0);
@@ -434,6 +495,22 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 				glp_set_obj_coef(L->P, L->xcol[r * G + pb->ref_gpu[r]], -1);
 	}
 	glp_set_obj_dir(L->P, GLP_MIN);
+	if (L->names)
+		glp_set_obj_name(L->P, crit == TM_CRIT_TIME ? "iteration_ms" :
+		                 crit == TM_CRIT_PEAK ? "peak_temp_c" :
+		                 "moved_ranks");
+}
+
+static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
+                 double *bound)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu, ret, st;
+	glp_smcp sp;
+	glp_iocp ip;
+	double left = deadline - now_ms();
+
+	objective(L, crit);
 	if (left < 1)
 		left = 1;
 	glp_init_smcp(&sp);
@@ -482,7 +559,12 @@ static void hold(ilp *L, int crit, double b)
 	else if (crit == TM_CRIT_PEAK)
 		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
 	else
-		moves_row(L, b);
+		moves_row(L, b, "hold_moves");
+}
+
+static bool too_large(const tm_problem *pb)
+{
+	return (double)pb->nranks * pb->ngpu > MAX_BINARIES;
 }
 
 static void ilp_free(ilp *L)
@@ -510,7 +592,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 
 	memset(&L, 0, sizeof L);
 	L.pb = pb;
-	if ((double)pb->nranks * pb->ngpu > MAX_BINARIES) {
+	if (too_large(pb)) {
 		free(cur);
 		return tm_fail(err, TM_EINTERNAL, "ilp: %d ranks × %d GPUs is too "
 		               "large for the direct integer program; use the "
@@ -607,5 +689,55 @@ out:
 	glp_error_hook(NULL, NULL);
 	ilp_free(&L);
 	free(cur);
+	return rc;
+}
+
+/* The program of phase 0 as a file, built by the same code that solve
+ * uses, so the file is the program that GLPK solves first. glp_write_lp
+ * takes a file name, so it writes the temporary file by name; GLPK would
+ * compress a name ending in .gz, which the temporary name never does. */
+int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err)
+{
+	ilp L;
+	strbuf tmp;
+	int rc = 0, fd;
+
+	if (too_large(pb))
+		return tm_fail(err, TM_EINTERNAL, "%s: not written: %d ranks × %d "
+		               "GPUs is too large for the direct integer program",
+		               file, pb->nranks, pb->ngpu);
+	if ((fd = tm_temp_beside(file, &tmp, err)) < 0)
+		return TM_EINTERNAL;
+	close(fd);
+	memset(&L, 0, sizeof L);
+	L.pb = pb;
+	L.names = true;
+	glp_term_out(GLP_OFF);
+	if (setjmp(glpk_jmp)) {
+		glp_error_hook(NULL, NULL);
+		ilp_free(&L);
+		unlink(tmp.s);
+		sb_free(&tmp);
+		return tm_fail(err, TM_EINTERNAL, "%s: GLPK failed to build or "
+		               "write the integer program", file);
+	}
+	glp_error_hook(on_glpk_error, NULL);
+	L.P = glp_create_prob();
+	glp_set_prob_name(L.P, "thermap phase 0: the best iteration time "
+	                  "(docs/model.md, section 10)");
+	build(&L);
+	objective(&L, TM_CRIT_TIME);
+	errno = 0;
+	if (glp_write_lp(L.P, NULL, tmp.s) != 0) {
+		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot write: %s", file,
+		             errno ? strerror(errno) : "GLPK's LP writer failed");
+		unlink(tmp.s);
+	} else {
+		rc = tm_publish_file(tmp.s, file, err);
+	}
+	glp_delete_prob(L.P);
+	glp_error_hook(NULL, NULL);
+	ilp_free(&L);
+	sb_free(&tmp);
 	return rc;
 }

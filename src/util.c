@@ -286,23 +286,45 @@ void sb_addf(strbuf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* Creates an empty temporary file beside path (same directory, so that a
+ * rename is atomic) and returns its descriptor; its name goes to tmp. */
+int tm_temp_beside(const char *path, strbuf *tmp, tm_error *err)
+{
+	int fd;
+	sb_init(tmp);
+	sb_addf(tmp, "%s.tmp.XXXXXX", path);
+	fd = mkstemp(tmp->s);
+	if (fd < 0) {
+		tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s", path,
+		        strerror(errno));
+		sb_free(tmp);
+	}
+	return fd;
+}
+
+/* Puts a finished temporary file in place of path, or removes it. Mode
+ * 0644 as for any other output: mkstemp made it 0600. */
+int tm_publish_file(const char *tmp, const char *path, tm_error *err)
+{
+	if (chmod(tmp, 0644) != 0 || rename(tmp, path) != 0) {
+		int rc = tm_fail(err, TM_EINTERNAL, "%s: cannot write: %s",
+		                 path, strerror(errno));
+		unlink(tmp);
+		return rc;
+	}
+	return 0;
+}
+
 /* Writes data to path through a temporary file in the same directory and
  * rename(2), so that readers see the old file or the whole new one. */
 int tm_write_file_atomic(const char *path, const char *data, size_t len,
                          tm_error *err)
 {
 	strbuf tmp;
-	int fd;
+	int fd = tm_temp_beside(path, &tmp, err), rc;
 	size_t off = 0;
-	sb_init(&tmp);
-	sb_addf(&tmp, "%s.tmp.XXXXXX", path);
-	fd = mkstemp(tmp.s);
-	if (fd < 0) {
-		int rc = tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s",
-		                 path, strerror(errno));
-		sb_free(&tmp);
-		return rc;
-	}
+	if (fd < 0)
+		return TM_EINTERNAL;
 	while (off < len) {
 		ssize_t w = write(fd, data + off, len - off);
 		if (w < 0 && errno == EINTR)
@@ -311,16 +333,15 @@ int tm_write_file_atomic(const char *path, const char *data, size_t len,
 			break;
 		off += (size_t)w;
 	}
-	if (off < len || fchmod(fd, 0644) != 0 || close(fd) != 0 ||
-	    rename(tmp.s, path) != 0) {
-		int rc = tm_fail(err, TM_EINTERNAL, "%s: cannot write: %s",
-		                 path, strerror(errno));
+	if (off < len || close(fd) != 0) {
+		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot write: %s", path,
+		             strerror(errno));
 		if (off < len)
 			close(fd);
 		unlink(tmp.s);
-		sb_free(&tmp);
-		return rc;
+	} else {
+		rc = tm_publish_file(tmp.s, path, err);
 	}
 	sb_free(&tmp);
-	return 0;
+	return rc;
 }

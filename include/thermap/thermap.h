@@ -271,6 +271,11 @@ typedef struct tm_solution {
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);
+/* Writes, atomically, the integer program of the ilp method's first phase
+ * (the best iteration time under every constraint but max_temp_c) to file
+ * in CPLEX LP format, whatever the policy's method (docs/model.md,
+ * section 10). */
+int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err);
 void tm_solution_clear(tm_solution *sol);
 
 /* ---- plan directory ----------------------------------------------------- */
