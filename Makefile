@@ -42,9 +42,13 @@ $(B)/thermap: $(B)/main.o $(B)/libthermap.a
 $(B)/bench: $(B)/bench.o $(B)/libthermap.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# bench helpers: a replay generator and a wall-time/peak-RSS wrapper
+# bench helpers: a replay generator, a synthetic cluster generator and a
+# wall-time/peak-RSS wrapper
 $(B)/gen_telemetry: tests/gen_telemetry.c | $(B)
 	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
+
+$(B)/gen_cluster: tests/gen_cluster.c | $(B)
+	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -o $@ $< -lm
 
 $(B)/runstat: tests/runstat.c | $(B)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
