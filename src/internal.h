@@ -186,6 +186,10 @@ int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
 int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
                  tm_solution *sol, tm_error *err);
 
+/* bound.c: lower bounds for any size (docs/model.md, "Bounds") */
+double tm_time_lower_bound(const tm_problem *pb);
+double tm_peak_lower_bound(const tm_problem *pb, double t_ref);
+
 /* plan.c */
 void tm_flat_to_placement(const tm_problem *pb, const int *flat,
                           tm_placement *pl);

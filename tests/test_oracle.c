@@ -17,6 +17,8 @@
 #define SINGLE_HOST_CASES 520
 #define TWO_HOST_CASES 40
 
+static int bound_cases, bound_tight;  /* lower bounds met exactly */
+
 static int divisors(int n, int *out)
 {
 	int k = 0;
@@ -71,6 +73,26 @@ static int compare(tm_cluster *c, tm_profile *p, tm_job *j, tm_policy *pol,
 			print_error("case %d: reference time ilp %.9f brute %.9f\n", id,
 			            a.t_ref_ms, b.t_ref_ms);
 			fail();
+		}
+		/* the cheap lower bounds never pass the optimum */
+		{
+			double lbt = tm_time_lower_bound(pb);
+			if (lbt > b.t_ref_ms + 1e-9 * (1 + b.t_ref_ms)) {
+				print_error("case %d: time bound %.9f above the best "
+				            "time %.9f\n", id, lbt, b.t_ref_ms);
+				fail();
+			}
+			bound_tight += close_to(lbt, b.t_ref_ms);
+			bound_cases++;
+			for (int k = 0; k < pb->ncrit; k++) {
+				double lbp = tm_peak_lower_bound(pb, b.t_ref_ms);
+				if (pb->crit[k] == TM_CRIT_PEAK &&
+				    lbp > b.best[k] + 1e-9 * (1 + fabs(b.best[k]))) {
+					print_error("case %d: peak bound %.9f above the "
+					            "least peak %.9f\n", id, lbp, b.best[k]);
+					fail();
+				}
+			}
 		}
 		for (int k = 0; k < pb->ncrit; k++) {
 			/* each phase's optimum agrees; the final placement keeps every
@@ -172,6 +194,8 @@ static void test_two_hosts(void **state)
 	print_message("multi host: %d instances, %d feasible\n", TWO_HOST_CASES,
 	              feasible);
 	assert_true(feasible > TWO_HOST_CASES / 2);
+	print_message("time lower bound equal to the optimum in %d of %d "
+	              "feasible instances\n", bound_tight, bound_cases);
 }
 
 int main(void)

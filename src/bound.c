@@ -1,0 +1,197 @@
+/*
+ * bound.c — lower bounds on the best iteration time and the lowest peak
+ * temperature, cheap enough for any cluster size. They prove how far a
+ * placement found by a heuristic (or by a solver stopped at its time limit)
+ * can be from the optimum; docs/model.md, "Bounds", derives them.
+ *
+ * Both rest on one fact. Drop every constraint but "one rank per GPU" and
+ * ask whether all ranks fit under a threshold X, where rank r may use GPU g
+ * when its value v(r, g) <= X. When v grows with the work of the rank's
+ * pipeline rank on every GPU, the GPUs each rank may use are nested:
+ * a heavier rank's set lies inside a lighter rank's. For nested sets Hall's
+ * condition needs checking only for the k heaviest classes of ranks: the
+ * c_k ranks of the k heaviest pipeline ranks need c_k GPUs usable by the
+ * k-th heaviest. So the least feasible X is the largest, over k, of the
+ * c_k-th smallest v(s_k, g) over the GPUs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const double *order_key;
+
+static int cmp_stage_desc(const void *a, const void *b)
+{
+	int s = *(const int *)a, t = *(const int *)b;
+	if (order_key[s] != order_key[t])
+		return order_key[s] < order_key[t] ? 1 : -1;
+	return s - t;
+}
+
+/* The GPUs of usable hosts, flat, and their number. */
+static int usable_gpus(const tm_problem *pb, int **out)
+{
+	int n = 0, *g;
+	for (int u = 0; u < pb->nusable; u++)
+		n += pb->c->nodes[pb->usable[u]].ngpus;
+	g = xmalloc(sizeof(int) * (size_t)(n ? n : 1));
+	n = 0;
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		for (int i = 0; i < pb->c->nodes[h].ngpus; i++)
+			g[n++] = pb->host_first[h] + i;
+	}
+	*out = g;
+	return n;
+}
+
+/* Pipeline ranks by work, heaviest first. */
+static int *stages_by_work(const tm_problem *pb)
+{
+	int *s = xmalloc(sizeof(int) * (size_t)pb->npp);
+	for (int i = 0; i < pb->npp; i++)
+		s[i] = i;
+	order_key = pb->work;
+	qsort(s, (size_t)pb->npp, sizeof(int), cmp_stage_desc);
+	return s;
+}
+
+/* The least X such that every rank has a GPU of value at most X, where
+ * val(s, g) grows with the work of s: the nested Hall bound above. */
+static double nested_bound(const tm_problem *pb, const int *gpus, int ng,
+                           double (*val)(const tm_problem *, int, int,
+                                         const void *),
+                           const void *ctx)
+{
+	int *st = stages_by_work(pb), need = 0;
+	int per_stage = pb->nrep * pb->nmember;
+	double *v = xmalloc(sizeof(double) * (size_t)(ng ? ng : 1)), x = 0;
+	for (int k = 0; k < pb->npp; k++) {
+		int s = st[k];
+		need += per_stage;
+		if (need > ng) {
+			x = INFINITY;
+			break;
+		}
+		for (int i = 0; i < ng; i++)
+			v[i] = val(pb, s, gpus[i], ctx);
+		qsort(v, (size_t)ng, sizeof(double), cmp_dbl);
+		if (v[need - 1] > x)
+			x = v[need - 1];
+	}
+	free(v);
+	free(st);
+	return x;
+}
+
+static double stage_time(const tm_problem *pb, int s, int g, const void *ctx)
+{
+	(void)ctx;
+	return pb->work[s] * pb->derate[g];
+}
+
+static double stage_temp(const tm_problem *pb, int s, int g, const void *ctx)
+{
+	double t_ref = *(const double *)ctx, busy;
+	busy = pb->job->microbatches * pb->work[s] * pb->derate[g] / t_ref;
+	if (busy > 1)
+		busy = 1;
+	return pb->t_idle[g] + busy * pb->t_slope[g];
+}
+
+/* The fastest a hop of act_mib can be between two GPUs of one usable host
+ * (same), or of two different usable hosts. */
+static double best_hop_ms(const tm_problem *pb, double act_mib, bool same)
+{
+	double bw = 0;
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		if (same) {
+			const tm_node *n = &pb->c->nodes[h];
+			for (int i = 0; i < n->ngpus * n->ngpus; i++)
+				if (i / n->ngpus != i % n->ngpus && n->bw[i] > bw)
+					bw = n->bw[i];
+		} else {
+			for (int w = 0; w < pb->nusable; w++)
+				if (w != u && pb->net_bw[h * pb->nhost +
+				                         pb->usable[w]] > bw)
+					bw = pb->net_bw[h * pb->nhost + pb->usable[w]];
+		}
+	}
+	return bw > 0 ? 2.0 * act_mib * 1048576.0 / (bw * 1e6) : 0;
+}
+
+double tm_time_lower_bound(const tm_problem *pb)
+{
+	int *gpus, ng = usable_gpus(pb, &gpus);
+	double v = pb->job->vpp, m = pb->job->microbatches;
+	double dmin = INFINITY, fill = 0, bneck, hmin = INFINITY;
+	double lb_a = 0, *same_hop, *cross_hop;
+	int nh = pb->nhops;
+
+	for (int i = 0; i < ng; i++)
+		if (pb->derate[gpus[i]] < dmin)
+			dmin = pb->derate[gpus[i]];
+	if (ng == 0) {
+		free(gpus);
+		return 0;
+	}
+	bneck = nested_bound(pb, gpus, ng, stage_time, NULL);
+	same_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
+	cross_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
+	for (int s = 0; s < pb->npp; s++)
+		fill += pb->work[s] * dmin / v;
+	for (int k = 0; k < nh; k++) {
+		same_hop[k] = best_hop_ms(pb, pb->hops[k].act_mib, true);
+		cross_hop[k] = best_hop_ms(pb, pb->hops[k].act_mib, false);
+	}
+	/* per replica: its hops, each at the best bandwidth its members can
+	 * have -- a rank's node is fixed by its number, so whether a hop
+	 * leaves the node is known before placing anything */
+	for (int d = 0; d < pb->nrep; d++) {
+		double hops = 0, slowest = 0;
+		for (int k = 0; k < nh; k++) {
+			const tm_hop *hp = &pb->hops[k];
+			double worst = 0;
+			for (int q = 0; q < pb->nmember; q++) {
+				int a = pb->inst_rank[(d * pb->npp + hp->from) *
+				                      pb->nmember + q];
+				int b = pb->inst_rank[(d * pb->npp + hp->to) *
+				                      pb->nmember + q];
+				double c = a / pb->nproc == b / pb->nproc ?
+				           same_hop[k] : cross_hop[k];
+				if (c > worst)
+					worst = c;
+			}
+			hops += worst;
+		}
+		if (hops < hmin)
+			hmin = hops;
+		for (int s = 0; s < pb->npp; s++)
+			if (pb->work[s] * dmin > slowest)
+				slowest = pb->work[s] * dmin;
+		if (fill + hops + (m - 1 / v) * slowest > lb_a)
+			lb_a = fill + hops + (m - 1 / v) * slowest;
+	}
+	free(gpus);
+	free(same_hop);
+	free(cross_hop);
+	/* the replica that holds the bottleneck instance takes at least the
+	 * fill, the fewest hops of any replica and the bottleneck's pace */
+	return fmax(lb_a, fill + hmin + (m - 1 / v) * bneck);
+}
+
+double tm_peak_lower_bound(const tm_problem *pb, double t_ref)
+{
+	int *gpus, ng = usable_gpus(pb, &gpus);
+	double x = ng ? nested_bound(pb, gpus, ng, stage_temp, &t_ref) : 0;
+	free(gpus);
+	return x;
+}
