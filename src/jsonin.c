@@ -116,21 +116,21 @@ void jin_unknown(const jin *J, json_t *obj, const char *path,
 		int bestd = 3;
 		bool found = false;
 		char p[512];
+		/* known keys first: the edit distances are for the rare
+		 * unknown one (they were half the load time of a large
+		 * profile) */
+		for (const char *const *k = known; *k && !found; k++)
+			found = strcmp(*k, key) == 0;
+		(void)v;
+		if (found)
+			continue;
 		for (const char *const *k = known; *k; k++) {
-			int d;
-			if (strcmp(*k, key) == 0) {
-				found = true;
-				break;
-			}
-			d = tm_levenshtein(key, *k);
+			int d = tm_levenshtein(key, *k);
 			if (d < bestd) {
 				bestd = d;
 				best = *k;
 			}
 		}
-		(void)v;
-		if (found)
-			continue;
 		fullpath(p, sizeof p, path, key);
 		if (best)
 			tm_warn("%s: %s: unknown field; did you mean \"%s\"?",
