@@ -70,13 +70,14 @@ libthermap.a: $(B)/libthermap.a
 
 # every test: unit tests, the brute-force oracle, CLI cases; then the same
 # under the sanitizers in a separate build directory
-check: all $(TEST_BIN)
+check: all $(TEST_BIN) $(B)/gen_cluster
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
 	@THERMAP=$(B)/thermap sh tests/lp/run.sh
+	@THERMAP=$(B)/thermap GEN=$(B)/gen_cluster sh tests/scale/run.sh
 	$(MAKE) --no-print-directory check-san
 
 check-san:
@@ -90,6 +91,7 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh
 	@THERMAP=build-san/thermap sh tests/lp/run.sh
+	@THERMAP=build-san/thermap GEN=build/gen_cluster sh tests/scale/run.sh
 	$(MAKE) --no-print-directory check-tsan
 
 # the threaded CSV reader under ThreadSanitizer: workers and the thread
@@ -109,6 +111,9 @@ demo:
 
 bench: all
 	@sh scripts/bench.sh $(B)/thermap
+	@echo
+	@echo "== thermap plan at scale (docs/bench.md)"
+	@sh scripts/bench-scale.sh $(B)/thermap
 
 clean:
 	rm -rf build build-san build-tsan libthermap.a demo-plan

@@ -171,6 +171,7 @@ double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
 double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage);
 double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
                       const tm_hop *hop);
+double tm_rep_ms(const tm_problem *pb, const int *flat, int d);
 bool tm_constraints_ok(const tm_problem *pb, const int *flat, double t_ref,
                        char *why, size_t whylen);
 int tm_explain_infeasible(const tm_problem *pb, tm_error *err);
@@ -185,6 +186,7 @@ int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
                    double *best, tm_error *err);
 int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
                  tm_solution *sol, tm_error *err);
+bool tm_ilp_direct(const tm_problem *pb);
 
 /* bound.c: lower bounds for any size (docs/model.md, "Bounds") */
 double tm_time_lower_bound(const tm_problem *pb);

@@ -41,28 +41,32 @@ double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
 	return c;
 }
 
+/* The time of data-parallel replica d's pipeline (docs/model.md, 4). */
+double tm_rep_ms(const tm_problem *pb, const int *flat, int d)
+{
+	double v = pb->job->vpp, m = pb->job->microbatches;
+	double sum = 0, mx = 0, comm = 0;
+	for (int s = 0; s < pb->npp; s++) {
+		double x = tm_inst_ms(pb, flat, d, s);
+		sum += x;
+		if (x > mx)
+			mx = x;
+	}
+	for (int k = 0; k < pb->nhops; k++)
+		comm += tm_hop_inst_ms(pb, flat, d, &pb->hops[k]);
+	return sum / v + comm + (m - 1.0 / v) * mx;
+}
+
 /* Returns the iteration time and fills ev (temperatures at the placement's
  * own iteration time, and at t_ref when t_ref > 0). */
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
                     tm_eval *ev)
 {
-	double v = pb->job->vpp, m = pb->job->microbatches, t = 0;
+	double t = 0;
 
 	memset(ev, 0, sizeof *ev);
-	for (int d = 0; d < pb->nrep; d++) {
-		double sum = 0, mx = 0, comm = 0, td;
-		for (int s = 0; s < pb->npp; s++) {
-			double x = tm_inst_ms(pb, flat, d, s);
-			sum += x;
-			if (x > mx)
-				mx = x;
-		}
-		for (int k = 0; k < pb->nhops; k++)
-			comm += tm_hop_inst_ms(pb, flat, d, &pb->hops[k]);
-		td = sum / v + comm + (m - 1.0 / v) * mx;
-		if (td > t)
-			t = td;
-	}
+	for (int d = 0; d < pb->nrep; d++)
+		t = fmax(t, tm_rep_ms(pb, flat, d));
 	ev->iteration_ms = t;
 	ev->peak_temp_c = ev->peak_ref_c = -INFINITY;
 	for (int r = 0; r < pb->nranks; r++) {

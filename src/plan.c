@@ -169,6 +169,8 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 	jw_end_obj(&w);
 	jw_obj(&w, "solver", false);
 	jw_str(&w, "status", sol->status);
+	if (sol->formulation[0])
+		jw_str(&w, "formulation", sol->formulation);
 	jw_num(&w, "objective", sol->objective, 4);
 	jw_num(&w, "bound", sol->bound, 4);
 	jw_num(&w, "gap", sol->gap, 6);
@@ -533,8 +535,9 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	tm_placement_to_flat(pb, sol->pl, flat);
 	tm_identity(pb, base);
 	sb_init(&b);
-	sb_addf(&b, "policy %s (%s): %s", pb->pol->name,
-	        method_name[pb->pol->method], sol->status);
+	sb_addf(&b, "policy %s (%s%s%s): %s", pb->pol->name,
+	        method_name[pb->pol->method], sol->formulation[0] ? ", " : "",
+	        sol->formulation, sol->status);
 	if (strcmp(sol->status, "heuristic"))
 		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.2f %%",
 		        sol->objective, sol->bound, sol->gap * 100);

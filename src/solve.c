@@ -60,15 +60,26 @@ void tm_solution_clear(tm_solution *sol)
 
 /* ---- greedy -------------------------------------------------------------- */
 
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
 static const tm_problem *sort_pb;
 static const double *sort_key;
 
+static const double *sort_key2;   /* ties of sort_key, when set */
+
 static int cmp_key_desc(const void *a, const void *b)
 {
-	double x = sort_key[*(const int *)a], y = sort_key[*(const int *)b];
+	int i = *(const int *)a, j = *(const int *)b;
+	double x = sort_key[i], y = sort_key[j];
 	if (x != y)
 		return x < y ? 1 : -1;
-	return *(const int *)a - *(const int *)b;
+	if (sort_key2 && sort_key2[i] != sort_key2[j])
+		return sort_key2[i] < sort_key2[j] ? 1 : -1;
+	return i - j;
 }
 
 /* Better GPUs first: faster, then cooler under full load. */
@@ -200,12 +211,122 @@ static void local_search(const tm_problem *pb, int *flat)
 	free(owner);
 }
 
+/* ---- replica balancing ---------------------------------------------------
+ * Two node ranks whose local ranks have the same pipeline rank and member
+ * position, place by place, are interchangeable: each can take the other's
+ * GPUs as they are, and every constraint still holds. Exchanging them
+ * moves work between data-parallel replicas without changing which work
+ * any GPU does, so temperatures at a fixed reference time do not change;
+ * only the replicas' times do. Starting from the slowest replica, take the
+ * exchange that shortens it most, while one does. */
+
+static bool same_kind(const tm_problem *pb, int n1, int n2)
+{
+	for (int i = 0; i < pb->nproc; i++) {
+		int a = n1 * pb->nproc + i, b = n2 * pb->nproc + i;
+		if (pb->rank_stage[a] != pb->rank_stage[b] ||
+		    pb->rank_member[a] != pb->rank_member[b])
+			return false;
+	}
+	return true;
+}
+
+static void swap_nodes(const tm_problem *pb, int *flat, int n1, int n2)
+{
+	for (int i = 0; i < pb->nproc; i++) {
+		int a = n1 * pb->nproc + i, b = n2 * pb->nproc + i, t = flat[a];
+		flat[a] = flat[b];
+		flat[b] = t;
+	}
+}
+
+/* The replicas whose ranks are on nodes n1 and n2, into reps (distinct);
+ * returns their number. */
+static int node_reps(const tm_problem *pb, int n1, int n2, int *reps)
+{
+	int k = 0;
+	for (int j = 0; j < 2; j++) {
+		int n = j ? n2 : n1;
+		for (int i = 0; i < pb->nproc; i++) {
+			int d = pb->rank_rep[n * pb->nproc + i], seen = 0;
+			for (int q = 0; q < k && !seen; q++)
+				seen = reps[q] == d;
+			if (!seen)
+				reps[k++] = d;
+		}
+	}
+	return k;
+}
+
+static void balance_replicas(const tm_problem *pb, int *flat)
+{
+	int nn = pb->nnodes, *kind = xmalloc(sizeof(int) * (size_t)nn);
+	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
+	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	unsigned char *mine = xmalloc((size_t)nn);
+
+	/* kinds: the first node rank of the same kind */
+	for (int n = 0; n < nn; n++) {
+		kind[n] = n;
+		for (int o = 0; o < n; o++)
+			if (kind[o] == o && same_kind(pb, o, n)) {
+				kind[n] = o;
+				break;
+			}
+	}
+	for (int d = 0; d < pb->nrep; d++)
+		td[d] = tm_rep_ms(pb, flat, d);
+	for (int iter = 0; iter < 64 * pb->nrep; iter++) {
+		int worst = 0, b1 = -1, b2 = -1;
+		double best, tmax;
+		for (int d = 1; d < pb->nrep; d++)
+			if (td[d] > td[worst])
+				worst = d;
+		best = tmax = td[worst];
+		memset(mine, 0, (size_t)nn);
+		for (int r = 0; r < pb->nranks; r++)
+			if (pb->rank_rep[r] == worst)
+				mine[r / pb->nproc] = 1;
+		for (int n1 = 0; n1 < nn; n1++) {
+			if (!mine[n1])
+				continue;
+			for (int n2 = 0; n2 < nn; n2++) {
+				int k;
+				double hi = 0;
+				if (n2 == n1 || kind[n2] != kind[n1])
+					continue;
+				swap_nodes(pb, flat, n1, n2);
+				k = node_reps(pb, n1, n2, reps);
+				for (int q = 0; q < k; q++)
+					hi = fmax(hi, tm_rep_ms(pb, flat, reps[q]));
+				swap_nodes(pb, flat, n1, n2);
+				/* strictly better, by more than rounding */
+				if (hi < best - 1e-9 * (1 + tmax)) {
+					best = hi;
+					b1 = n1;
+					b2 = n2;
+				}
+			}
+		}
+		if (b1 < 0)
+			break;
+		swap_nodes(pb, flat, b1, b2);
+		for (int q = 0, k = node_reps(pb, b1, b2, reps); q < k; q++)
+			td[reps[q]] = tm_rep_ms(pb, flat, reps[q]);
+	}
+	free(kind);
+	free(reps);
+	free(td);
+	free(mine);
+}
+
 int tm_solve_greedy(const tm_problem *pb, int *flat)
 {
 	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
 	int *nodes = xmalloc(sizeof(int) * (size_t)pb->nnodes);
 	int *hosts = xmalloc(sizeof(int) * (size_t)pb->nusable);
 	double *hkey = xcalloc((size_t)pb->nhost, sizeof(double));
+	double *hspeed = xcalloc((size_t)pb->nhost, sizeof(double));
 	bool ok = true;
 
 	/* heavier node ranks on hosts whose best GPUs are faster and cooler */
@@ -219,23 +340,47 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 	qsort(nodes, (size_t)pb->nnodes, sizeof(int), cmp_key_desc);
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u], first = pb->host_first[h];
-		for (int g = first; g < first + pb->c->nodes[h].ngpus; g++)
-			hkey[h] -= pb->derate[g] * 1000 + pb->t_idle[g] + pb->t_slope[g];
-		hkey[h] /= pb->c->nodes[h].ngpus;
+		int ng = pb->c->nodes[h].ngpus, size = pb->nmember, nslot;
+		double *d = xmalloc(sizeof(double) * (size_t)ng), slow = 0;
+		for (int g = first; g < first + ng; g++) {
+			hkey[h] -= pb->t_idle[g] + pb->t_slope[g];
+			d[g - first] = pb->derate[g];
+		}
+		/* speed as instances of tp·cp ranks see it: each is as slow
+		 * as its slowest GPU, so with the derates sorted, the host's
+		 * instances run at every size-th one */
+		qsort(d, (size_t)ng, sizeof(double), cmp_dbl);
+		if (size < 1 || size > ng)
+			size = 1;
+		nslot = ng / size;
+		for (int j = 0; j < nslot; j++)
+			slow += d[(j + 1) * size - 1];
+		/* time first: speed decides and heat breaks ties; otherwise a
+		 * blend where 1 % of speed weighs like 10 °C */
+		hkey[h] /= ng;
+		hspeed[h] = -slow / nslot;
+		if (pb->crit[0] != TM_CRIT_TIME)
+			hkey[h] += 1000 * hspeed[h];
+		free(d);
 		hosts[u] = h;
 	}
-	sort_key = hkey;
+	sort_key = pb->crit[0] == TM_CRIT_TIME ? hspeed : hkey;
+	sort_key2 = pb->crit[0] == TM_CRIT_TIME ? hkey : NULL;
 	qsort(hosts, (size_t)pb->nusable, sizeof(int), cmp_key_desc);
+	sort_key2 = NULL;
 	for (int i = 0; i < pb->nnodes && ok; i++)
 		ok = greedy_node(pb, nodes[i], hosts[i], flat);
 	free(key);
 	free(nodes);
 	free(hosts);
 	free(hkey);
+	free(hspeed);
 	if (!ok)
 		return TM_EINFEASIBLE;
 	if (pb->nranks <= 1024)
 		local_search(pb, flat);
+	if (pb->crit[0] == TM_CRIT_TIME && pb->nrep > 1)
+		balance_replicas(pb, flat);
 	return 0;
 }
 
@@ -372,6 +517,35 @@ out:
 
 /* ---- the dispatcher ------------------------------------------------------ */
 
+/* The ilp method on a cluster too large for the direct program: the
+ * greedy placement (with replica balancing), its gap proven against the
+ * lower bounds of bound.c. Temperatures are those at the placement's own
+ * time, as for the heuristics. */
+static void bounded_heuristic(const tm_problem *pb, const int *flat,
+                              tm_solution *sol)
+{
+	tm_eval ev;
+	double lb = tm_time_lower_bound(pb);
+	tm_eval_flat(pb, flat, 0, &ev);
+	snprintf(sol->status, sizeof sol->status, "feasible");
+	snprintf(sol->formulation, sizeof sol->formulation, "greedy+bound");
+	sol->t_ref_ms = 0;
+	for (int k = 0; k < pb->ncrit; k++)
+		sol->best[k] = tm_crit_value(&ev, pb->crit[k]);
+	sol->objective = tm_crit_value(&ev, pb->crit[0]);
+	if (pb->crit[0] == TM_CRIT_TIME)
+		sol->bound = fmin(lb, sol->objective);
+	else if (pb->crit[0] == TM_CRIT_PEAK)
+		sol->bound = fmin(tm_peak_lower_bound(pb, ev.iteration_ms),
+		                  sol->objective);
+	else
+		sol->bound = 0;
+	sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
+	           sol->objective : 0;
+	if (sol->gap < 1e-9)
+		sol->gap = 0;
+}
+
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 {
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
@@ -416,7 +590,22 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 				warm = NULL;
 			}
 		}
+		if (warm && !tm_ilp_direct(pb)) {
+			bounded_heuristic(pb, warm, sol);
+			memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
+			break;
+		}
+		snprintf(sol->formulation, sizeof sol->formulation,
+		         "integer program");
 		rc = tm_solve_ilp(pb, warm, flat, sol, err);
+		if (rc == 0 && pb->crit[0] == TM_CRIT_TIME &&
+		    strcmp(sol->status, "optimal")) {
+			/* stopped early: the cheap bound may prove more */
+			sol->bound = fmin(fmax(sol->bound, tm_time_lower_bound(pb)),
+			                  sol->objective);
+			sol->gap = sol->objective > 0 ? (sol->objective -
+			           sol->bound) / sol->objective : 0;
+		}
 		break;
 	}
 	if (rc)

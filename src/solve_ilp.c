@@ -56,6 +56,7 @@ typedef struct ilp {
 	double t_ref;         /* reference time, 0 before phase 0 */
 	/* what the callback saw */
 	double bound;         /* best bound of the last solve */
+	double deadline;      /* now_ms() at which branch and bound stops */
 } ilp;
 
 static jmp_buf glpk_jmp;
@@ -442,10 +443,23 @@ static void fill(ilp *L, const int *flat)
 		L->vec[L->pcol] = pk;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static void callback(glp_tree *T, void *info)
 {
 	ilp *L = info;
 	int node;
+	/* GLPK checks its own limit only between nodes; long branching
+	 * computations on big programs would overrun it */
+	if (now_ms() > L->deadline) {
+		glp_ios_terminate(T);
+		return;
+	}
 	switch (glp_ios_reason(T)) {
 	case GLP_IHEUR:
 		if (L->warm && !L->warm_used) {
@@ -466,12 +480,6 @@ static void callback(glp_tree *T, void *info)
 	}
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* One phase: minimise a criterion. Returns 0 with the placement in flat,
  * TM_EINFEASIBLE, or TM_ELIMIT; *optimal says whether it was proven. */
@@ -529,6 +537,7 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 	ip.mip_gap = pb->pol->mip_gap;
 	ip.cb_func = callback;
 	ip.cb_info = L;
+	L->deadline = deadline;
 	L->warm_used = false;
 	L->bound = glp_get_obj_val(L->P);  /* the relaxation bounds the MIP */
 	ret = glp_intopt(L->P, &ip);
@@ -536,7 +545,8 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 	if (st == GLP_NOFEAS)
 		return TM_EINFEASIBLE;
 	if (st != GLP_OPT && st != GLP_FEAS)
-		return ret == GLP_ETMLIM ? TM_ELIMIT : TM_EINTERNAL;
+		return ret == GLP_ETMLIM || ret == GLP_ESTOP ? TM_ELIMIT
+		                                             : TM_EINTERNAL;
 	for (int r = 0; r < pb->nranks; r++) {
 		flat[r] = -1;
 		for (int g = 0; g < G; g++)
@@ -560,6 +570,20 @@ static void hold(ilp *L, int crit, double b)
 		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
 	else
 		moves_row(L, b, "hold_moves");
+}
+
+/* Programs larger than this (ranks × GPUs) are not solved directly:
+ * measured on synthetic clusters (docs/bench.md), GLPK needs tens of
+ * seconds at 64 × 64 and still proves less than the bounds of bound.c. */
+#define DIRECT_MAX 1024
+
+bool tm_ilp_direct(const tm_problem *pb)
+{
+	/* THERMAP_DIRECT_MAX moves the limit, to measure the direct program
+	 * where it is not used (make bench) */
+	const char *env = getenv("THERMAP_DIRECT_MAX");
+	double most = env && *env ? strtod(env, NULL) : DIRECT_MAX;
+	return (double)pb->nranks * pb->ngpu <= most;
 }
 
 static bool too_large(const tm_problem *pb)

@@ -260,6 +260,7 @@ typedef struct tm_solution {
 	tm_placement *pl;    /* owned */
 	tm_eval ev;          /* its evaluation */
 	char status[16];     /* "optimal", "feasible" or "heuristic" */
+	char formulation[32];/* ilp: "integer program" or "greedy+bound" */
 	double objective;    /* value of the first criterion */
 	double bound;        /* proven bound on the first criterion */
 	double gap;          /* relative gap between them */
