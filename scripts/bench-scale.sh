@@ -7,7 +7,8 @@
 # command (build/runstat), the solve time thermap prints, status, gap, the
 # predicted iteration time and its gain over the identity and greedy plans
 # of the same run, and the predicted peak temperature. Then the naive run:
-# the thermal policy with time_limit_s 60 on the first 64-GPU job.
+# the single integer program (forced with THERMAP_DIRECT_MAX) with
+# time_limit_s 60 on the first 64-GPU job.
 #
 # usage, from the repository root:
 #   sh scripts/bench-scale.sh [THERMAP]           (default build/thermap)
@@ -72,6 +73,17 @@ plan() {  # case dir policy-label policy-file
 	fi
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$name" "$rc" "$wall" \
 		"$rss" "$fields" "$solve" "$msg" >>"$D/runs"
+	# every plan must pass the independent check
+	if [ "$rc" -eq 0 ]; then
+		if "$T" check --cluster "$dir/cluster.json" --job "$dir/job.json" \
+			--profile "$dir/profile.json" --plan "$dir/plan-$name" \
+			>"$dir/$name.check" 2>&1; then
+			echo "ok $c $name" >>"$D/checks"
+		else
+			echo "FAILED $c $name: $(tail -n 1 "$dir/$name.check")" \
+				>>"$D/checks"
+		fi
+	fi
 	rm -rf "$dir/plan-$name" "$dir"/plan-"$name".tmp-* 2>/dev/null || :
 }
 
@@ -84,6 +96,7 @@ CASES='8a 1 1 8 1 - optimal<0.02
 8192 1024 8 16 64 10 gap0.02<10,rss<1GiB'
 : >"$D/runs"
 : >"$D/cases"
+: >"$D/checks"
 echo "$CASES" | while read -r c h tp pp dp lim target; do
 	dir=$D/$c
 	./build/gen_cluster "$h" "$tp" "$pp" "$dp" "$dir"
@@ -98,7 +111,10 @@ echo "$CASES" | while read -r c h tp pp dp lim target; do
 	fi
 	echo "bench-scale: $c done" >&2
 done
+# the direct program, which thermap itself uses only up to 1024 ranks × GPUs
+export THERMAP_DIRECT_MAX=1e18
 plan 64a "$D/64a" naive-60s "$(policy 60)"
+unset THERMAP_DIRECT_MAX
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
 mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo \
@@ -173,3 +189,6 @@ awk -F'\t' '
 				printf "\n%d GPUs %s, %s: %s", gpus[c[i]], job[c[i]], pol[i], msg[i]
 		print ""
 	}' "$D/cases" "$D/runs"
+echo
+awk '{ n++; if ($1 != "ok") { bad++; print } }
+	END { printf "thermap check: %d of %d plans pass\n", n - bad, n }' "$D/checks"
