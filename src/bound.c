@@ -128,6 +128,60 @@ static double best_hop_ms(const tm_problem *pb, double act_mib, bool same)
 	return bw > 0 ? 2.0 * act_mib * 1048576.0 / (bw * 1e6) : 0;
 }
 
+/* Are all members of every stage instance ranks of one node? Then an
+ * instance's GPUs are on one host, and its time is set by the slowest of
+ * them: a host offers instance "slots" whose best derate is that of its
+ * nmember-th, 2·nmember-th, ... fastest GPU. */
+static bool instances_in_nodes(const tm_problem *pb)
+{
+	for (int i = 0; i < pb->nrep * pb->npp; i++) {
+		const int *m = &pb->inst_rank[i * pb->nmember];
+		for (int q = 1; q < pb->nmember; q++)
+			if (m[q] / pb->nproc != m[0] / pb->nproc)
+				return false;
+	}
+	return true;
+}
+
+/* One stand-in GPU per instance slot, carrying the slot's best derate:
+ * the derates of each usable host sorted, every size-th one. The stand-ins
+ * are written to the problem's GPUs of that host, whose derates are
+ * replaced in *slot (indexed like pb->derate). Returns their number. */
+static int instance_slots(const tm_problem *pb, int size, int *gpus,
+                          double *slot)
+{
+	int n = 0;
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u], first = pb->host_first[h];
+		int ng = pb->c->nodes[h].ngpus;
+		double *d = xmalloc(sizeof(double) * (size_t)ng);
+		for (int i = 0; i < ng; i++)
+			d[i] = pb->derate[first + i];
+		qsort(d, (size_t)ng, sizeof(double), cmp_dbl);
+		for (int j = 0; (j + 1) * size <= ng; j++) {
+			gpus[n++] = first + j;
+			slot[first + j] = d[(j + 1) * size - 1];
+		}
+		free(d);
+	}
+	return n;
+}
+
+static double slot_time(const tm_problem *pb, int s, int g, const void *ctx)
+{
+	return pb->work[s] * ((const double *)ctx)[g];
+}
+
+/* The nested bound over instance slots instead of GPUs: each pipeline rank
+ * needs nrep slots. */
+static double slot_bound(const tm_problem *pb, const int *gpus, int n,
+                         const double *slot)
+{
+	tm_problem q = *pb;
+	q.nmember = 1;   /* one slot per instance */
+	return nested_bound(&q, gpus, n, slot_time, slot);
+}
+
 double tm_time_lower_bound(const tm_problem *pb)
 {
 	int *gpus, ng = usable_gpus(pb, &gpus);
@@ -144,6 +198,19 @@ double tm_time_lower_bound(const tm_problem *pb)
 		return 0;
 	}
 	bneck = nested_bound(pb, gpus, ng, stage_time, NULL);
+	if (pb->nmember > 1 && instances_in_nodes(pb)) {
+		int *sg = xmalloc(sizeof(int) * (size_t)ng);
+		double *slot = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+		int ns = instance_slots(pb, pb->nmember, sg, slot);
+		double dslot = INFINITY;
+		bneck = fmax(bneck, slot_bound(pb, sg, ns, slot));
+		for (int i = 0; i < ns; i++)
+			dslot = fmin(dslot, slot[sg[i]]);
+		if (ns > 0)
+			dmin = fmax(dmin, dslot);
+		free(sg);
+		free(slot);
+	}
 	same_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
 	cross_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
 	for (int s = 0; s < pb->npp; s++)
