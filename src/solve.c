@@ -261,22 +261,29 @@ static int node_reps(const tm_problem *pb, int n1, int n2, int *reps)
 static void balance_replicas(const tm_problem *pb, int *flat)
 {
 	int nn = pb->nnodes, *kind = xmalloc(sizeof(int) * (size_t)nn);
+	int *first = xmalloc(sizeof(int) * (size_t)nn), nfirst = 0;
 	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
 	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
 	unsigned char *mine = xmalloc((size_t)nn);
 
-	/* kinds: the first node rank of the same kind */
+	/* kinds: the first node rank of the same kind; compared only with
+	 * the first of each kind found so far (a few: one per pipeline
+	 * rank, typically) */
 	for (int n = 0; n < nn; n++) {
 		kind[n] = n;
-		for (int o = 0; o < n; o++)
-			if (kind[o] == o && same_kind(pb, o, n)) {
-				kind[n] = o;
+		for (int i = 0; i < nfirst; i++)
+			if (same_kind(pb, first[i], n)) {
+				kind[n] = first[i];
 				break;
 			}
+		if (kind[n] == n)
+			first[nfirst++] = n;
 	}
 	for (int d = 0; d < pb->nrep; d++)
 		td[d] = tm_rep_ms(pb, flat, d);
-	for (int iter = 0; iter < 64 * pb->nrep; iter++) {
+	/* each exchange shortens the slowest replica or a tie of it; the cap
+	 * only bounds the work on huge inputs */
+	for (int iter = 0; iter < 4096; iter++) {
 		int worst = 0, b1 = -1, b2 = -1;
 		double best, tmax;
 		for (int d = 1; d < pb->nrep; d++)
@@ -284,9 +291,9 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 				worst = d;
 		best = tmax = td[worst];
 		memset(mine, 0, (size_t)nn);
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_rep[r] == worst)
-				mine[r / pb->nproc] = 1;
+		for (int i = 0; i < pb->npp * pb->nmember; i++)
+			mine[pb->inst_rank[worst * pb->npp * pb->nmember + i] /
+			     pb->nproc] = 1;
 		for (int n1 = 0; n1 < nn; n1++) {
 			if (!mine[n1])
 				continue;
@@ -315,6 +322,7 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 			td[reps[q]] = tm_rep_ms(pb, flat, reps[q]);
 	}
 	free(kind);
+	free(first);
 	free(reps);
 	free(td);
 	free(mine);
