@@ -91,12 +91,6 @@ static double nested_bound(const tm_problem *pb, const int *gpus, int ng,
 	return x;
 }
 
-static double stage_time(const tm_problem *pb, int s, int g, const void *ctx)
-{
-	(void)ctx;
-	return pb->work[s] * pb->derate[g];
-}
-
 static double stage_temp(const tm_problem *pb, int s, int g, const void *ctx)
 {
 	double t_ref = *(const double *)ctx, busy;
@@ -143,31 +137,39 @@ static bool instances_in_nodes(const tm_problem *pb)
 	return true;
 }
 
-/* One stand-in GPU per instance slot, carrying the slot's best derate:
- * the derates of each usable host sorted, every size-th one. The stand-ins
- * are written to the problem's GPUs of that host, whose derates are
- * replaced in *slot (indexed like pb->derate). Returns their number. */
+int tm_host_slots(const tm_problem *pb, int h, int size, double *out)
+{
+	int first = pb->host_first[h], ng = pb->c->nodes[h].ngpus, n;
+	double *d = xmalloc(sizeof(double) * (size_t)ng);
+	for (int i = 0; i < ng; i++)
+		d[i] = pb->derate[first + i];
+	qsort(d, (size_t)ng, sizeof(double), cmp_dbl);
+	n = size >= 1 ? ng / size : 0;
+	for (int j = 0; j < n; j++)
+		out[j] = d[(j + 1) * size - 1];
+	free(d);
+	return n;
+}
+
+/* One stand-in GPU per instance slot of every usable host: the host's
+ * first GPUs, whose entries of slot (indexed like pb->derate) get the
+ * slots' derates. Returns their number. */
 static int instance_slots(const tm_problem *pb, int size, int *gpus,
                           double *slot)
 {
 	int n = 0;
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u], first = pb->host_first[h];
-		int ng = pb->c->nodes[h].ngpus;
-		double *d = xmalloc(sizeof(double) * (size_t)ng);
-		for (int i = 0; i < ng; i++)
-			d[i] = pb->derate[first + i];
-		qsort(d, (size_t)ng, sizeof(double), cmp_dbl);
-		for (int j = 0; (j + 1) * size <= ng; j++) {
+		int k = tm_host_slots(pb, h, size, slot + first);
+		for (int j = 0; j < k; j++)
 			gpus[n++] = first + j;
-			slot[first + j] = d[(j + 1) * size - 1];
-		}
-		free(d);
 	}
 	return n;
 }
 
-static double slot_time(const tm_problem *pb, int s, int g, const void *ctx)
+/* Work times speed: ctx is a derate per flat GPU (pb->derate, or the
+ * slots' derates). */
+static double stage_time(const tm_problem *pb, int s, int g, const void *ctx)
 {
 	return pb->work[s] * ((const double *)ctx)[g];
 }
@@ -179,7 +181,7 @@ static double slot_bound(const tm_problem *pb, const int *gpus, int n,
 {
 	tm_problem q = *pb;
 	q.nmember = 1;   /* one slot per instance */
-	return nested_bound(&q, gpus, n, slot_time, slot);
+	return nested_bound(&q, gpus, n, stage_time, slot);
 }
 
 double tm_time_lower_bound(const tm_problem *pb)
@@ -197,7 +199,7 @@ double tm_time_lower_bound(const tm_problem *pb)
 		free(gpus);
 		return 0;
 	}
-	bneck = nested_bound(pb, gpus, ng, stage_time, NULL);
+	bneck = nested_bound(pb, gpus, ng, stage_time, pb->derate);
 	if (pb->nmember > 1 && instances_in_nodes(pb)) {
 		int *sg = xmalloc(sizeof(int) * (size_t)ng);
 		double *slot = xmalloc(sizeof(double) * (size_t)pb->ngpu);

@@ -191,6 +191,11 @@ bool tm_ilp_direct(const tm_problem *pb);
 /* bound.c: lower bounds for any size (docs/model.md, "Bounds") */
 double tm_time_lower_bound(const tm_problem *pb);
 double tm_peak_lower_bound(const tm_problem *pb, double t_ref);
+/* The speeds host h offers to instances of size GPUs: each instance is as
+ * slow as its slowest GPU, so with the host's derates sorted, every
+ * size-th one. Writes them to out (at most ngpus / size); returns how
+ * many. */
+int tm_host_slots(const tm_problem *pb, int h, int size, double *out);
 
 /* plan.c */
 void tm_flat_to_placement(const tm_problem *pb, const int *flat,

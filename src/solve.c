@@ -60,12 +60,6 @@ void tm_solution_clear(tm_solution *sol)
 
 /* ---- greedy -------------------------------------------------------------- */
 
-static int cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 static const tm_problem *sort_pb;
 static const double *sort_key;
 
@@ -350,19 +344,14 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 		int h = pb->usable[u], first = pb->host_first[h];
 		int ng = pb->c->nodes[h].ngpus, size = pb->nmember, nslot;
 		double *d = xmalloc(sizeof(double) * (size_t)ng), slow = 0;
-		for (int g = first; g < first + ng; g++) {
+		for (int g = first; g < first + ng; g++)
 			hkey[h] -= pb->t_idle[g] + pb->t_slope[g];
-			d[g - first] = pb->derate[g];
-		}
-		/* speed as instances of tp·cp ranks see it: each is as slow
-		 * as its slowest GPU, so with the derates sorted, the host's
-		 * instances run at every size-th one */
-		qsort(d, (size_t)ng, sizeof(double), cmp_dbl);
+		/* speed as instances of tp·cp ranks see it */
 		if (size < 1 || size > ng)
 			size = 1;
-		nslot = ng / size;
+		nslot = tm_host_slots(pb, h, size, d);
 		for (int j = 0; j < nslot; j++)
-			slow += d[(j + 1) * size - 1];
+			slow += d[j];
 		/* time first: speed decides and heat breaks ties; otherwise a
 		 * blend where 1 % of speed weighs like 10 °C */
 		hkey[h] /= ng;
