@@ -402,6 +402,28 @@ static void ranks(tm_problem *pb)
 	}
 }
 
+/* torchrun starts nproc_per_node processes on every host of a multi-node
+ * job: the hosts must all have the same GPU count. A job of one node rank
+ * may use any host with enough GPUs. */
+static int same_gpu_counts(const tm_cluster *c, const tm_job *j,
+                           tm_error *err)
+{
+	if (j->world / j->nproc_per_node <= 1)
+		return 0;
+	for (int h = 1; h < c->nnodes; h++) {
+		const tm_node *a = &c->nodes[0], *b = &c->nodes[h];
+		if (b->ngpus != a->ngpus)
+			return tm_fail(err, TM_EINPUT, "%s: nodes[%d] (host \"%s\") "
+			               "has %d GPU%s but nodes[0] (host \"%s\") has %d: "
+			               "a multi-node job needs the same GPU count on "
+			               "every host (torchrun starts nproc_per_node "
+			               "processes on each)", c->file, h, b->host,
+			               b->ngpus, b->ngpus == 1 ? "" : "s", a->host,
+			               a->ngpus);
+	}
+	return 0;
+}
+
 int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                    const tm_policy *pol, bool allow_unprofiled,
                    tm_problem **out, tm_error *err)
@@ -423,6 +445,8 @@ int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 		             "supported", c->file, ngpu, TM_MAX_RANKS);
 		goto fail;
 	}
+	if ((rc = same_gpu_counts(c, j, err)))
+		goto fail;
 	pb->ngpu = (int)ngpu;
 	pb->gpu_host = xmalloc(sizeof(int) * (size_t)pb->ngpu);
 	pb->gpu_pos = xmalloc(sizeof(int) * (size_t)pb->ngpu);

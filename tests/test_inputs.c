@@ -1,7 +1,8 @@
 /*
- * test_inputs.c — every rejection path of the four input loaders and of the
- * profile join, each with its exact one-line message and exit code, plus
- * the unknown-field warning. Cases are data: a document, the loader, and
+ * test_inputs.c — every rejection path of the four input loaders, of the
+ * profile join and of hosts whose GPU counts differ under a multi-node job,
+ * each with its exact one-line message and exit code, plus the
+ * unknown-field warning. Cases are data: a document, the loader, and
  * the message with FILE standing for the file name.
  */
 #include <stdarg.h>
@@ -255,6 +256,139 @@ static void test_join(void **state)
 	tm_cluster_free(c);
 }
 
+/* A cluster document with one host per entry of counts, every GPU pair
+ * NV4, and a profile entry for every GPU. */
+static void mixed_docs(const char *cpath, const char *const *hosts,
+                       const int *counts, int nhosts, char **profile)
+{
+	char *pdoc = xmalloc(65536);
+	size_t pn = 0;
+	FILE *f = fopen(cpath, "w");
+	assert_non_null(f);
+	fputs("{\"format\":\"thermap.cluster/1\",\"nodes\":[", f);
+	pn += (size_t)snprintf(pdoc + pn, 65536 - pn, "%s", P1);
+	for (int h = 0; h < nhosts; h++) {
+		fprintf(f, "%s{\"host\":\"%s\",\"gpus\":[", h ? "," : "",
+		        hosts[h]);
+		for (int g = 0; g < counts[h]; g++) {
+			fprintf(f, "%s{\"index\":%d}", g ? "," : "", g);
+			pn += (size_t)snprintf(pdoc + pn, 65536 - pn, "%s{\"host\":"
+			                       "\"%s\",\"index\":%d,\"temp_idle_c\":"
+			                       "%d,\"temp_load_c\":%d}", h || g ?
+			                       "," : "", hosts[h], g, 30 + g, 60 + 2 * g);
+		}
+		fputs("],\"links\":[", f);
+		for (int a = 0; a < counts[h]; a++) {
+			fputs(a ? ",[" : "[", f);
+			for (int b = 0; b < counts[h]; b++)
+				fprintf(f, "%s\"%s\"", b ? "," : "", a == b ? "X" : "NV4");
+			fputs("]", f);
+		}
+		fputs("],\"net_gb_per_s\":50}", f);
+	}
+	fputs("]}", f);
+	fclose(f);
+	snprintf(pdoc + pn, 65536 - pn, "]}");
+	*profile = pdoc;
+}
+
+/* A job of world ranks, nproc_per_node of them per node rank: pp 2, the
+ * rest data parallel. */
+static tm_job *mixed_job(int world, int nproc)
+{
+	char doc[512], *path;
+	tm_job *j = NULL;
+	tm_error e = { 0, "" };
+	snprintf(doc, sizeof doc, "{\"format\":\"thermap.job/1\","
+	         "\"nproc_per_node\":%d,\"schedule\":{\"kind\":\"1f1b\","
+	         "\"microbatches\":4},\"parallel\":{\"pp\":2,\"dp\":%d},"
+	         "\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2,\"act_mib\":8},"
+	         "{\"fwd_ms\":3,\"bwd_ms\":6}]}", nproc, world / 2);
+	path = write_doc(doc);
+	assert_int_equal(tm_job_load(path, &j, &e), 0);
+	free(path);
+	return j;
+}
+
+/* Hosts of different GPU counts: an input error for a job of several node
+ * ranks, naming the file, both hosts and their counts; a job of one node
+ * rank still plans on such a cluster, and equal hosts with more GPUs than
+ * nproc_per_node are fine. */
+static void test_mixed_gpu_counts(void **state)
+{
+	static const char *const hosts[] = { "gpu-a01", "gpu-b02", "gpu-c03" };
+	static const struct {
+		int nhosts, counts[3], world, nproc, rc;
+		const char *msg;
+	} mixed[] = {
+		{ 2, { 8, 4 }, 8, 4, TM_EINPUT,
+		  "FILE: nodes[1] (host \"gpu-b02\") has 4 GPUs but nodes[0] (host "
+		  "\"gpu-a01\") has 8: a multi-node job needs the same GPU count on "
+		  "every host (torchrun starts nproc_per_node processes on each)" },
+		{ 2, { 4, 8 }, 16, 8, TM_EINPUT,
+		  "FILE: nodes[1] (host \"gpu-b02\") has 8 GPUs but nodes[0] (host "
+		  "\"gpu-a01\") has 4: a multi-node job needs the same GPU count on "
+		  "every host (torchrun starts nproc_per_node processes on each)" },
+		{ 3, { 8, 8, 1 }, 4, 2, TM_EINPUT,
+		  "FILE: nodes[2] (host \"gpu-c03\") has 1 GPU but nodes[0] (host "
+		  "\"gpu-a01\") has 8: a multi-node job needs the same GPU count on "
+		  "every host (torchrun starts nproc_per_node processes on each)" },
+		/* one node rank: the host of 8, or either host */
+		{ 2, { 8, 4 }, 8, 8, 0, NULL },
+		{ 2, { 8, 4 }, 4, 4, 0, NULL },
+		{ 3, { 8, 8, 1 }, 2, 2, 0, NULL },
+		/* the same count everywhere, above nproc_per_node */
+		{ 2, { 8, 8 }, 8, 4, 0, NULL },
+	};
+	char cpath[128];
+	(void)state;
+	snprintf(cpath, sizeof cpath, "%s/c.json", tmpdir);
+	for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
+		tm_cluster *c = NULL;
+		tm_profile *p = NULL;
+		tm_job *j = NULL;
+		tm_policy *pol = NULL;
+		tm_problem *pb = NULL;
+		tm_solution sol;
+		tm_error e = { 0, "" };
+		char *pdoc, *ppath;
+		int rc;
+
+		mixed_docs(cpath, hosts, mixed[i].counts, mixed[i].nhosts, &pdoc);
+		assert_int_equal(tm_cluster_load(cpath, &c, &e), 0);
+		ppath = write_doc(pdoc);
+		assert_int_equal(tm_profile_load(ppath, &p, &e), 0);
+		free(ppath);
+		free(pdoc);
+		j = mixed_job(mixed[i].world, mixed[i].nproc);
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		rc = tm_problem_new(c, p, j, pol, false, &pb, &e);
+		if (rc != mixed[i].rc)
+			print_error("case %zu: rc %d: %s\n", i, rc, e.msg);
+		assert_int_equal(rc, mixed[i].rc);
+		if (rc) {
+			assert_null(pb);
+			expect(mixed[i].msg, cpath, e.msg);
+		} else {
+			/* it plans: every rank on a GPU of one host with enough */
+			memset(&sol, 0, sizeof sol);
+			assert_int_equal(tm_solve(pb, &sol, &e), 0);
+			assert_int_equal(pb->nnodes, mixed[i].world / mixed[i].nproc);
+			for (int r = 0; r < mixed[i].world; r++) {
+				int h = sol.pl->host[r];
+				assert_int_equal(h, sol.pl->host[r - r % mixed[i].nproc]);
+				assert_true(c->nodes[h].ngpus >= mixed[i].nproc);
+			}
+			tm_solution_clear(&sol);
+		}
+		tm_problem_free(pb);
+		tm_policy_free(pol);
+		tm_job_free(j);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+	}
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -281,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_unknown_field_warning),
 		cmocka_unit_test(test_join),
+		cmocka_unit_test(test_mixed_gpu_counts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -148,6 +148,16 @@ t unprofiled 4 "thermap: error: $U: no entry for host h200x4-a GPU 3 (GPU-a00000
 t allow-unprofiled 0 "" -- plan --cluster $F/cluster.json --profile $U --job $F/job-pp2-dp2.json -o "$W/u" --allow-unprofiled
 has unprofiled-note "$W/u/plan.json" "host h200x4-a GPU 3 has no profile entry; treated as the worst profiled GPU"
 
+# ---- GPU counts per host -----------------------------------------------------
+# a host of 4 GPUs and one of 8: a job of two node ranks is an input error;
+# a job of one node rank still plans, on one host
+t mixed-topo 0 - -- topo --host h200x4-a --smi-topo $F/topo-m.txt --gpus $F/smi-q.txt --host gpu-b02 --smi-topo $P/dgx1-v100/dgx1-v100-8gpu-4nic_msccl-tools.txt -o "$W/mixed.json"
+sed 's/"nproc_per_node": 4/"nproc_per_node": 2/' $F/job-pp2-dp2.json >"$W/job-2x2.json"
+t mixed-gpu-counts 4 "thermap: error: $W/mixed.json: nodes[1] (host \"gpu-b02\") has 8 GPUs but nodes[0] (host \"h200x4-a\") has 4: a multi-node job needs the same GPU count on every host (torchrun starts nproc_per_node processes on each)" -- plan --cluster "$W/mixed.json" --profile $F/profile.json --job "$W/job-2x2.json" -o "$W/mx"
+if [ ! -e "$W/mx" ]; then ok; else bad "mixed GPU counts left a plan directory"; fi
+t mixed-one-node 0 "" -- plan --cluster "$W/mixed.json" --profile $F/profile.json --job $F/job-pp2-dp2.json --allow-unprofiled -o "$W/m1" --quiet
+if [ "$(ls "$W/m1/env" | wc -l)" = 1 ]; then ok; else bad "mixed, one node rank: env files $(ls "$W/m1/env")"; fi
+
 # ---- profile -----------------------------------------------------------------
 R=$F/telemetry.csv
 t profile-help 0 "" -- profile --help
