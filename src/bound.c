@@ -184,6 +184,35 @@ static double slot_bound(const tm_problem *pb, const int *gpus, int n,
 	return nested_bound(&q, gpus, n, stage_time, slot);
 }
 
+/* The all-reduce at the least: every edge of a data-parallel ring stays
+ * inside a node rank or leaves it, which the rank numbers say, so it takes
+ * at least its time at the best bandwidth inside a host or between two
+ * hosts; a ring is as slow as its slowest edge, the all-reduce as its
+ * slowest ring (docs/model.md, 11). */
+static double allreduce_lower_bound(const tm_problem *pb)
+{
+	double dp = pb->nrep, lb = 0;
+	if (pb->nrep < 2)
+		return 0;
+	for (int s = 0; s < pb->npp; s++) {
+		double grad = tm_grad_mib(pb, s), same, cross;
+		if (!(grad > 0))
+			continue;
+		/* best_hop_ms is 2·MiB at the best bandwidth; an edge carries
+		 * (dp − 1)/dp of that */
+		same = (dp - 1) / dp * best_hop_ms(pb, grad, true);
+		cross = (dp - 1) / dp * best_hop_ms(pb, grad, false);
+		for (int q = 0; q < pb->nmember; q++)
+			for (int d = 0; d < pb->nrep; d++) {
+				int e = (d + 1) % pb->nrep;
+				int a = pb->inst_rank[(d * pb->npp + s) * pb->nmember + q];
+				int b = pb->inst_rank[(e * pb->npp + s) * pb->nmember + q];
+				lb = fmax(lb, a / pb->nproc == b / pb->nproc ? same : cross);
+			}
+	}
+	return lb;
+}
+
 double tm_time_lower_bound(const tm_problem *pb)
 {
 	int *gpus, ng = usable_gpus(pb, &gpus);
@@ -253,8 +282,10 @@ double tm_time_lower_bound(const tm_problem *pb)
 	free(same_hop);
 	free(cross_hop);
 	/* the replica that holds the bottleneck instance takes at least the
-	 * fill, the fewest hops of any replica and the bottleneck's pace */
-	return fmax(lb_a, fill + hmin + (m - 1 / v) * bneck);
+	 * fill, the fewest hops of any replica and the bottleneck's pace; the
+	 * all-reduce follows the slowest replica */
+	return fmax(lb_a, fill + hmin + (m - 1 / v) * bneck) +
+	       allreduce_lower_bound(pb);
 }
 
 double tm_peak_lower_bound(const tm_problem *pb, double t_ref)

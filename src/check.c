@@ -236,6 +236,54 @@ static int check_fit(const chk *K, json_t *cons)
 	return 0;
 }
 
+/* The gradient all-reduce, counted here from the coordinates: the ranks
+ * that differ only in their data-parallel coordinate (ep folded in) form a
+ * ring in that coordinate's order; each edge carries 2·(dp−1)/dp of the
+ * gradients of its pipeline rank's chunks at the sender's bandwidth to the
+ * receiver; a ring is as slow as its slowest edge, the all-reduce as its
+ * slowest ring. plan.json writes it only when it is not 0. */
+static int check_allreduce(const chk *K, const tm_problem *pb, json_t *pred)
+{
+	const tm_job *j = K->j;
+	int tp = j->size[TM_TP], cp = j->size[TM_CP], dp = j->size[TM_DP];
+	int pp = j->size[TM_PP];
+	int *at = xmalloc(sizeof(int) * (size_t)j->world);
+	json_t *v = json_object_get(pred, "allreduce_ms");
+	double want = 0, got = v ? json_number_value(v) : 0;
+
+	/* rank by (pp, cp, tp, dp) coordinates */
+	for (int r = 0; r < j->world; r++) {
+		const int *c = K->coord[r];
+		at[((c[TM_PP] * cp + c[TM_CP]) * tp + c[TM_TP]) * dp + c[TM_DP]] = r;
+	}
+	for (int s = 0; dp > 1 && s < pp; s++) {
+		double grad = 0;
+		for (int c = s; c < j->nstages; c += pp)
+			grad += j->stages[c].grad_mib;
+		if (!(grad > 0))
+			continue;
+		for (int m = 0; m < cp * tp; m++) {
+			const int *ring = &at[(s * cp * tp + m) * dp];
+			double slowest = INFINITY;
+			for (int d = 0; d < dp; d++) {
+				int a = ring[d], b = ring[(d + 1) % dp];
+				double bw = tm_bw(pb, pb->host_first[K->host[a]] + K->gpu[a],
+				                  pb->host_first[K->host[b]] + K->gpu[b]);
+				if (bw < slowest)
+					slowest = bw;
+			}
+			want = fmax(want, 2.0 * (dp - 1) / dp * grad * 1048576.0 /
+			            (slowest * 1e6));
+		}
+	}
+	free(at);
+	if ((v && !json_is_number(v)) || fabs(got - want) > 1e-3 + 1e-6 * want)
+		return tm_fail(K->err, TM_EINPUT, "%s: predicted.allreduce_ms is "
+		               "%.4f; the data-parallel rings give %.4f for this "
+		               "placement", K->pj, got, want);
+	return 0;
+}
+
 static int check_ranks(const chk *K, json_t *ranks)
 {
 	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
@@ -476,6 +524,8 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 				rc = tm_fail(err, TM_EINPUT, "%s: max_temp_c %.1f: the "
 				             "placement reaches %.2f °C", K.pj, cap,
 				             ev.peak_temp_c);
+			else
+				rc = check_allreduce(&K, pb, pred);
 		}
 		free(flat);
 		tm_problem_free(pb);

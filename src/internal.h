@@ -172,6 +172,13 @@ double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage);
 double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
                       const tm_hop *hop);
 double tm_rep_ms(const tm_problem *pb, const int *flat, int d);
+/* The data-parallel gradient all-reduce (docs/model.md, 4): the MiB a rank
+ * of pipeline rank s all-reduces, one ring edge's time from GPU g to GPU h
+ * for that volume, and the placement's all-reduce time, the slowest ring's
+ * (0 with dp = 1 or no gradients). */
+double tm_grad_mib(const tm_problem *pb, int s);
+double tm_ring_edge_ms(const tm_problem *pb, double grad_mib, int g, int h);
+double tm_allreduce_ms(const tm_problem *pb, const int *flat);
 bool tm_constraints_ok(const tm_problem *pb, const int *flat, double t_ref,
                        char *why, size_t whylen);
 int tm_explain_infeasible(const tm_problem *pb, tm_error *err);

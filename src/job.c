@@ -106,13 +106,15 @@ static int load_stage(const jin *J, json_t *o, const char *path,
                       tm_stage *s, bool *uses_layers)
 {
 	static const char *const known[] = { "layers", "fwd_ms", "bwd_ms",
-		"extra_fwd_ms", "extra_bwd_ms", "act_mib", "mem_gib", NULL };
+		"extra_fwd_ms", "extra_bwd_ms", "act_mib", "grad_mib", "mem_gib",
+		NULL };
 	double efwd = 0, ebwd = 0;
 	int rc;
 
 	s->layers = -1;
 	s->fwd_ms = s->bwd_ms = NAN;
 	s->act_mib = 0;
+	s->grad_mib = 0;
 	s->mem_gib = NAN;
 	if (!json_is_object(o))
 		return jin_fail(J, path, NULL, "expected a stage object");
@@ -123,6 +125,7 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 	    (rc = jin_num(J, o, path, "extra_fwd_ms", 0, 0, 1e7, &efwd)) ||
 	    (rc = jin_num(J, o, path, "extra_bwd_ms", 0, 0, 1e7, &ebwd)) ||
 	    (rc = jin_num(J, o, path, "act_mib", 0, 0, 1e7, &s->act_mib)) ||
+	    (rc = jin_num(J, o, path, "grad_mib", 0, 0, 1e7, &s->grad_mib)) ||
 	    (rc = jin_num(J, o, path, "mem_gib", JF_NULL, 0, 1e6, &s->mem_gib)))
 		return rc;
 	if (isfinite(s->fwd_ms) || isfinite(s->bwd_ms)) {

@@ -2,8 +2,9 @@
  * model.c — the prediction model of docs/model.md, applied to one placement:
  * stage-instance times (slowest GPU sets the pace), activation transfers,
  * the 1F1B iteration time with fill/drain and the bottleneck stage, data
- * parallel replicas waiting for the slowest, and each GPU's busy fraction,
- * power and temperature. Also the constraint check every solver shares.
+ * parallel replicas waiting for the slowest, the ring all-reduce of their
+ * gradients after them, and each GPU's busy fraction, power and
+ * temperature. Also the constraint check every solver shares.
  * The ILP in solve_ilp.c encodes exactly these formulas; tests hold the two
  * to the same numbers.
  */
@@ -57,6 +58,45 @@ double tm_rep_ms(const tm_problem *pb, const int *flat, int d)
 	return sum / v + comm + (m - 1.0 / v) * mx;
 }
 
+double tm_grad_mib(const tm_problem *pb, int s)
+{
+	double g = 0;
+	for (int j = s; j < pb->job->nstages; j += pb->npp)
+		g += pb->job->stages[j].grad_mib;
+	return g;
+}
+
+/* A ring all-reduce of grad_mib over dp ranks moves 2·(dp−1)/dp of it
+ * through every edge; this is that at the edge g → h's bandwidth. */
+double tm_ring_edge_ms(const tm_problem *pb, double grad_mib, int g, int h)
+{
+	double dp = pb->nrep;
+	return 2.0 * (dp - 1) / dp * grad_mib * 1048576.0 /
+	       (tm_bw(pb, g, h) * 1e6);
+}
+
+/* The rings of (pipeline rank s, member q): replica d sends to d+1 mod dp.
+ * A ring runs at its slowest edge; the all-reduce takes the slowest ring. */
+double tm_allreduce_ms(const tm_problem *pb, const int *flat)
+{
+	double a = 0;
+	if (pb->nrep < 2)
+		return 0;
+	for (int s = 0; s < pb->npp; s++) {
+		double grad = tm_grad_mib(pb, s);
+		if (!(grad > 0))
+			continue;
+		for (int q = 0; q < pb->nmember; q++)
+			for (int d = 0; d < pb->nrep; d++) {
+				int e = (d + 1) % pb->nrep;
+				int r = pb->inst_rank[(d * pb->npp + s) * pb->nmember + q];
+				int t = pb->inst_rank[(e * pb->npp + s) * pb->nmember + q];
+				a = fmax(a, tm_ring_edge_ms(pb, grad, flat[r], flat[t]));
+			}
+	}
+	return a;
+}
+
 /* Returns the iteration time and fills ev (temperatures at the placement's
  * own iteration time, and at t_ref when t_ref > 0). */
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
@@ -67,6 +107,8 @@ double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
 	memset(ev, 0, sizeof *ev);
 	for (int d = 0; d < pb->nrep; d++)
 		t = fmax(t, tm_rep_ms(pb, flat, d));
+	/* the gradient all-reduce follows the slowest pipeline's flush */
+	t += tm_allreduce_ms(pb, flat);
 	ev->iteration_ms = t;
 	ev->peak_temp_c = ev->peak_ref_c = -INFINITY;
 	for (int r = 0; r < pb->nranks; r++) {

@@ -258,6 +258,7 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	int *first = xmalloc(sizeof(int) * (size_t)nn), nfirst = 0;
 	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
 	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	double ar = tm_allreduce_ms(pb, flat);
 	unsigned char *mine = xmalloc((size_t)nn);
 
 	/* kinds: the first node rank of the same kind; compared only with
@@ -296,13 +297,19 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 				double hi = 0;
 				if (n2 == n1 || kind[n2] != kind[n1])
 					continue;
+				bool ar_ok = true;
 				swap_nodes(pb, flat, n1, n2);
 				k = node_reps(pb, n1, n2, reps);
 				for (int q = 0; q < k; q++)
 					hi = fmax(hi, tm_rep_ms(pb, flat, reps[q]));
+				/* the gradient all-reduce must not grow (it moves
+				 * only when the network has groups) */
+				if (ar > 0 && hi < best - 1e-9 * (1 + tmax))
+					ar_ok = tm_allreduce_ms(pb, flat) <=
+					        ar + 1e-9 * (1 + ar);
 				swap_nodes(pb, flat, n1, n2);
 				/* strictly better, by more than rounding */
-				if (hi < best - 1e-9 * (1 + tmax)) {
+				if (ar_ok && hi < best - 1e-9 * (1 + tmax)) {
 					best = hi;
 					b1 = n1;
 					b2 = n2;
@@ -314,12 +321,148 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 		swap_nodes(pb, flat, b1, b2);
 		for (int q = 0, k = node_reps(pb, b1, b2, reps); q < k; q++)
 			td[reps[q]] = tm_rep_ms(pb, flat, reps[q]);
+		if (ar > 0)
+			ar = tm_allreduce_ms(pb, flat);
 	}
 	free(kind);
 	free(first);
 	free(reps);
 	free(td);
 	free(mine);
+}
+
+/* ---- network groups in the greedy host order ----------------------------
+ * Between hosts of one net_group the network may be faster than across
+ * groups. When it is, and node ranks talk over it (pipeline hops between
+ * node ranks, or a gradient all-reduce between replicas), the greedy order
+ * fills one group before the next, so that neighbours stay inside a group
+ * where they can. */
+
+/* Are hosts a and b in one net_group? Hosts without one are, as for the
+ * network's bandwidths, in one group of their own. */
+static bool same_group(const tm_problem *pb, int a, int b)
+{
+	const char *x = pb->c->nodes[a].net_group, *y = pb->c->nodes[b].net_group;
+	return x && y ? !strcmp(x, y) : !x && !y;
+}
+
+/* A host's NIC bandwidth, unknown as unlimited. */
+static double nic(const tm_problem *pb, int h)
+{
+	double x = pb->c->nodes[h].net_gb_per_s;
+	return isfinite(x) ? x : INFINITY;
+}
+
+/* Do groups matter? They do when two usable hosts of different groups
+ * have less bandwidth between them than they would have inside one group.
+ * The pair to look at is the one whose slower NIC is fastest: the host
+ * with the fastest NIC and the fastest of the other groups. */
+static bool groups_differ(const tm_problem *pb)
+{
+	const tm_cluster *c = pb->c;
+	int a = -1, b = -1;
+	double inside = INFINITY;
+
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		if (a < 0 || nic(pb, h) > nic(pb, a))
+			a = h;
+	}
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		if (!same_group(pb, a, h) && (b < 0 || nic(pb, h) > nic(pb, b)))
+			b = h;
+	}
+	if (b < 0)
+		return false;  /* one group */
+	/* inside one group: the NICs and the same-group figure; when none is
+	 * known the bandwidth is a guess, and groups cannot be told apart */
+	inside = fmin(nic(pb, a), nic(pb, b));
+	if (isfinite(c->same_group_gb_per_s))
+		inside = fmin(inside, c->same_group_gb_per_s);
+	return isfinite(inside) && pb->net_bw[a * pb->nhost + b] < inside;
+}
+
+/* Does any transfer run between node ranks: a pipeline hop, or an edge of
+ * a gradient all-reduce ring? */
+static bool traffic_between_nodes(const tm_problem *pb)
+{
+	for (int d = 0; d < pb->nrep; d++)
+		for (int k = 0; k < pb->nhops; k++)
+			for (int q = 0; q < pb->nmember; q++) {
+				const tm_hop *hp = &pb->hops[k];
+				int a = pb->inst_rank[(d * pb->npp + hp->from) *
+				                      pb->nmember + q];
+				int b = pb->inst_rank[(d * pb->npp + hp->to) *
+				                      pb->nmember + q];
+				if (a / pb->nproc != b / pb->nproc)
+					return true;
+			}
+	for (int s = 0; pb->nrep > 1 && s < pb->npp; s++)
+		if (tm_grad_mib(pb, s) > 0)
+			for (int i = 0; i < pb->nmember; i++)
+				for (int d = 0; d < pb->nrep; d++) {
+					int e = (d + 1) % pb->nrep;
+					int r = pb->inst_rank[(d * pb->npp + s) *
+					                      pb->nmember + i];
+					int t = pb->inst_rank[(e * pb->npp + s) *
+					                      pb->nmember + i];
+					if (r / pb->nproc != t / pb->nproc)
+						return true;
+				}
+	return false;
+}
+
+/* Reorders hosts (sorted best first) group by group: the groups in the
+ * order of their best hosts, each group's hosts in their order. Returns
+ * whether that is called for (groups differ and node ranks talk) and
+ * changes the order. */
+static bool group_hosts(const tm_problem *pb, int *hosts)
+{
+	int n = pb->nusable, k = 0;
+	int *out;
+	unsigned char *done;
+	bool moved;
+
+	if (n < 2 || !groups_differ(pb) || !traffic_between_nodes(pb))
+		return false;
+	out = xmalloc(sizeof(int) * (size_t)n);
+	done = xcalloc((size_t)n, 1);
+	/* hosts is sorted best first: the first host not yet taken is the
+	 * best of the next group; take its group, in order */
+	for (int u = 0; u < n; u++) {
+		if (done[u])
+			continue;
+		for (int w = u; w < n; w++)
+			if (!done[w] && same_group(pb, hosts[u], hosts[w])) {
+				done[w] = 1;
+				out[k++] = hosts[w];
+			}
+	}
+	moved = memcmp(hosts, out, sizeof(int) * (size_t)n) != 0;
+	memcpy(hosts, out, sizeof(int) * (size_t)n);
+	free(out);
+	free(done);
+	return moved;
+}
+
+/* The i-th node rank of nodes on the i-th host of hosts. */
+static bool place_nodes(const tm_problem *pb, const int *nodes,
+                        const int *hosts, int *flat)
+{
+	bool ok = true;
+	for (int i = 0; i < pb->nnodes && ok; i++)
+		ok = greedy_node(pb, nodes[i], hosts[i], flat);
+	return ok;
+}
+
+/* After the host order: swaps inside hosts, then replica balancing. */
+static void greedy_finish(const tm_problem *pb, int *flat)
+{
+	if (pb->nranks <= 1024)
+		local_search(pb, flat);
+	if (pb->crit[0] == TM_CRIT_TIME && pb->nrep > 1)
+		balance_replicas(pb, flat);
 }
 
 int tm_solve_greedy(const tm_problem *pb, int *flat)
@@ -365,20 +508,31 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 	sort_key2 = pb->crit[0] == TM_CRIT_TIME ? hkey : NULL;
 	qsort(hosts, (size_t)pb->nusable, sizeof(int), cmp_key_desc);
 	sort_key2 = NULL;
-	for (int i = 0; i < pb->nnodes && ok; i++)
-		ok = greedy_node(pb, nodes[i], hosts[i], flat);
+	ok = place_nodes(pb, nodes, hosts, flat);
+	if (ok)
+		greedy_finish(pb, flat);
+	/* with network groups: also group by group, and keep the better */
+	if (group_hosts(pb, hosts)) {
+		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		tm_eval ea, eb;
+		if (place_nodes(pb, nodes, hosts, alt)) {
+			greedy_finish(pb, alt);
+			tm_eval_flat(pb, alt, 0, &ea);
+			if (ok)
+				tm_eval_flat(pb, flat, 0, &eb);
+			if (!ok || tm_eval_better(pb, &ea, &eb)) {
+				memcpy(flat, alt, sizeof(int) * (size_t)pb->nranks);
+				ok = true;
+			}
+		}
+		free(alt);
+	}
 	free(key);
 	free(nodes);
 	free(hosts);
 	free(hkey);
 	free(hspeed);
-	if (!ok)
-		return TM_EINFEASIBLE;
-	if (pb->nranks <= 1024)
-		local_search(pb, flat);
-	if (pb->crit[0] == TM_CRIT_TIME && pb->nrep > 1)
-		balance_replicas(pb, flat);
-	return 0;
+	return ok ? 0 : TM_EINFEASIBLE;
 }
 
 /* ---- brute force ---------------------------------------------------------- */

@@ -8,7 +8,9 @@
  *   D[d,s] ≥ Σg δg x[r,g]   for r in stage instance (d,s)    (slowest GPU)
  *   B[d]   ≥ w_s D[d,s]                                       (bottleneck)
  *   C[d,k] ≥ Σh c(g,h) x[b,h] − Cmax (1 − x[a,g])   ∀g        (slowest hop)
- *   T ≥ Σs w_s D[d,s] / v + Σk C[d,k] + (m − 1/v) B[d]        (iteration)
+ *   A      ≥ Σh a_s(g,h) x[e,h] − Amax_s (1 − x[r,g])  ∀g     (all-reduce)
+ *            for every data-parallel ring edge r → e of pipeline rank s
+ *   T ≥ Σs w_s D[d,s] / v + Σk C[d,k] + (m − 1/v) B[d] + A    (iteration)
  *   P ≥ Σr θ[r,g] x[r,g]   ∀g   with θ the temperature at the reference time
  *
  * Phase 0 minimises T to find the reference time; then each criterion of
@@ -40,6 +42,7 @@ typedef struct ilp {
 	int *dcol;            /* replica*npp + stage → column, 0 if constant */
 	int *bcol;            /* replica → column */
 	int *ccol;            /* replica*nhops + hop → column, 0 if constant */
+	int acol;             /* all-reduce time, 0 if constant or none */
 	int tcol, pcol;       /* iteration time, peak temperature */
 	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
 	bool names;           /* name rows and columns (for --write-lp) */
@@ -204,8 +207,8 @@ static void build(ilp *L)
 	const tm_policy *pol = pb->pol;
 	int R = pb->nranks, G = pb->ngpu, H = pb->nhost, tp = pb->job->size[TM_TP];
 	double v = pb->job->vpp, m = pb->job->microbatches, bwmin = INFINITY,
-	       bwmax = 0;
-	bool use_z = pb->nusable > 1 || pb->nnodes > 1;
+	       bwmax = 0, ar_const = 0;
+	bool use_z = pb->nusable > 1 || pb->nnodes > 1, any_grad = false;
 
 	L->xcol = xcalloc((size_t)R * G, sizeof(int));
 	L->zcol = xcalloc((size_t)pb->nnodes * H, sizeof(int));
@@ -241,6 +244,17 @@ static void build(ilp *L)
 	}
 	L->comm_const = bwmax - bwmin <= 1e-12 * bwmax || !isfinite(bwmin);
 	L->comm_ms = isfinite(bwmin) ? 2.0 * 1048576.0 / (bwmin * 1e6) : 0;
+	/* the all-reduce: a column when it depends on the placement, else a
+	 * constant, the slowest ring's time at the common bandwidth */
+	for (int s = 0; pb->nrep > 1 && s < pb->npp; s++)
+		if (tm_grad_mib(pb, s) > 0) {
+			if (!L->comm_const)
+				any_grad = true;
+			else
+				ar_const = fmax(ar_const, 2.0 * (pb->nrep - 1.0) /
+				                pb->nrep * tm_grad_mib(pb, s) *
+				                1048576.0 / (bwmin * 1e6));
+		}
 
 	for (int d = 0; d < pb->nrep; d++) {
 		for (int s = 0; s < pb->npp && !pb->uniform_derate; s++)
@@ -251,6 +265,8 @@ static void build(ilp *L)
 			L->ccol[d * pb->nhops + k] = add_col(L, GLP_CV, 0, INFINITY,
 			                                     "C_d%d_k%d", d, k);
 	}
+	if (any_grad)
+		L->acol = add_col(L, GLP_CV, 0, INFINITY, "A");
 	L->tcol = add_col(L, GLP_CV, 0, INFINITY, "T");
 
 	/* assignment */
@@ -293,9 +309,36 @@ static void build(ilp *L)
 			row_add(L, L->zcol[n * H + h], 1);
 		row_end(L, GLP_UP, 0, 1, "host_h%d", h);
 	}
+	/* the all-reduce: like a hop, for every edge of every ring */
+	for (int s = 0; L->acol && s < pb->npp; s++) {
+		double grad = tm_grad_mib(pb, s), amax;
+		if (!(grad > 0))
+			continue;
+		amax = 2.0 * (pb->nrep - 1.0) / pb->nrep * grad * 1048576.0 /
+		       (bwmin * 1e6);
+		for (int q = 0; q < pb->nmember; q++)
+			for (int d = 0; d < pb->nrep; d++) {
+				int e = (d + 1) % pb->nrep;
+				int a = pb->inst_rank[(d * pb->npp + s) * pb->nmember + q];
+				int b = pb->inst_rank[(e * pb->npp + s) * pb->nmember + q];
+				for (int g = 0; g < G; g++) {
+					if (!L->xcol[a * G + g])
+						continue;
+					row_begin(L);
+					row_add(L, L->acol, 1);
+					row_add(L, L->xcol[a * G + g], -amax);
+					for (int h = 0; h < G; h++)
+						if (h != g)
+							row_add(L, L->xcol[b * G + h],
+							        -tm_ring_edge_ms(pb, grad, g, h));
+					row_end(L, GLP_LO, -amax, 0, "ring_s%d_r%d_h%d_g%d",
+					        s, a, name_host(pb, g), name_gpu(pb, g));
+				}
+			}
+	}
 	/* stage instances, bottleneck, transfers and iteration time */
 	for (int d = 0; d < pb->nrep; d++) {
-		double cst = 0;
+		double cst = ar_const;
 		for (int s = 0; s < pb->npp; s++) {
 			int dc = L->dcol[d * pb->npp + s];
 			const int *mem = &pb->inst_rank[(d * pb->npp + s) * pb->nmember];
@@ -353,6 +396,7 @@ static void build(ilp *L)
 		}
 		for (int k = 0; k < pb->nhops; k++)
 			row_add(L, L->ccol[d * pb->nhops + k], -1);
+		row_add(L, L->acol, -1);
 		row_add(L, L->bcol[d], -(m - 1.0 / v));
 		row_end(L, GLP_LO, cst, 0, "iter_d%d", d);
 	}
@@ -437,6 +481,8 @@ static void fill(ilp *L, const int *flat)
 				L->vec[L->ccol[d * pb->nhops + k]] =
 					tm_hop_inst_ms(pb, flat, d, &pb->hops[k]);
 	}
+	if (L->acol)
+		L->vec[L->acol] = tm_allreduce_ms(pb, flat);
 	tmax = tm_eval_flat(pb, flat, 0, &ev);
 	L->vec[L->tcol] = tmax;
 	if (L->pcol)

@@ -1,9 +1,10 @@
 /*
  * test_model.c — the model and the solvers against closed forms: a
- * hand-computed iteration time and temperature, Megatron-Core rank
- * coordinates, the sorted pairing that is optimal with uniform links and
- * tp=1, invariance of the optimum under a permutation of the input GPUs,
- * greedy never worse than identity, and infeasibility messages.
+ * hand-computed iteration time and temperature, a hand-computed gradient
+ * all-reduce and its ring with ep, Megatron-Core rank coordinates, the
+ * sorted pairing that is optimal with uniform links and tp=1, invariance
+ * of the optimum under a permutation of the input GPUs, greedy never worse
+ * than identity, and infeasibility messages.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,6 +99,114 @@ static void test_hand_computed(void **state)
 	flat[1] = 0;
 	assert_true(tm_eval_flat(pb, flat, 0, &ev) < t);
 	tl_free(pb, pol, j, p, c);
+}
+
+/* dp = 2 on two hosts of one GPU each, 100 MiB of gradients: the ring's
+ * two edges cross the network, at 12.5 GB/s between groups and 50 inside
+ * one; with dp = 1, or without gradients, nothing changes. */
+static void test_allreduce_hand(void **state)
+{
+	tm_cluster *c = tl_cluster(2, 1, 3);
+	tm_profile *p = tl_profile(c, true);
+	tm_job *j = tl_job(2, 1, 1, 1, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_IDENTITY);
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	tm_eval ev;
+	int flat[2] = { 0, 1 };
+	double rep, ar;
+	(void)state;
+
+	j->stages[0].fwd_ms = 1;
+	j->stages[0].bwd_ms = 2;    /* w = 3 */
+	j->stages[0].grad_mib = 100;
+	c->nodes[0].net_gb_per_s = c->nodes[1].net_gb_per_s = 100;
+	c->nodes[0].net_group = xstrdup("leaf-a");
+	c->nodes[1].net_group = xstrdup("leaf-b");
+	c->same_group_gb_per_s = 50;
+	c->cross_group_gb_per_s = 12.5;
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	/* 2·(2−1)/2 · 100 MiB at 12.5 GB/s: 100·2^20 / (12.5·10^6) ms */
+	ar = 100 * 1048576.0 / 12.5e6;
+	assert_true(fabs(ar - 8.388608) < 1e-12);
+	assert_true(fabs(tm_allreduce_ms(pb, flat) - ar) < 1e-12);
+	rep = fmax(tm_rep_ms(pb, flat, 0), tm_rep_ms(pb, flat, 1));
+	/* one stage: T_d = m·w (no hops); the all-reduce follows */
+	assert_true(fabs(rep - j->microbatches * 3.0) < 1e-12);
+	assert_true(fabs(tm_eval_flat(pb, flat, 0, &ev) - (rep + ar)) < 1e-12);
+	/* busy fractions use T, all-reduce included */
+	assert_true(fabs(tm_rank_busy(pb, 0, 0, ev.iteration_ms) -
+	                 j->microbatches * 3.0 / (rep + ar)) < 1e-12);
+	/* the bound knows the edges leave the node: it is exact here */
+	assert_true(fabs(tm_time_lower_bound(pb) - (rep + ar)) < 1e-9);
+	tm_problem_free(pb);
+	/* the same two hosts in one group: 50 GB/s */
+	free(c->nodes[1].net_group);
+	c->nodes[1].net_group = xstrdup("leaf-a");
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_true(fabs(tm_allreduce_ms(pb, flat) - 100 * 1048576.0 / 50e6) <
+	            1e-12);
+	assert_true(fabs(tm_eval_flat(pb, flat, 0, &ev) -
+	                 (rep + 2.097152)) < 1e-9);
+	tm_problem_free(pb);
+	/* no gradients: no all-reduce, and T is the slowest replica exactly */
+	j->stages[0].grad_mib = 0;
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_true(tm_allreduce_ms(pb, flat) == 0);
+	assert_true(tm_eval_flat(pb, flat, 0, &ev) == rep);
+	tl_free(pb, pol, j, p, c);
+}
+
+/* tp1 ep2 dp4 on one host of four GPUs: the four data-parallel ranks form
+ * one ring in data-parallel order (ep folded in), not a ring per expert
+ * group. Links 0-1-2-3-0 are NVLink, 0-2 and 1-3 SYS, so only that ring
+ * runs at NVLink speed; with dp = 1 gradients cost nothing. */
+static void test_allreduce_ring_ep(void **state)
+{
+	(void)state;
+	for (int ord = 0; ord < 2; ord++) {
+		tm_cluster *c = tl_cluster(1, 4, 3);
+		tm_profile *p = tl_profile(c, true);
+		tm_job *j = tl_job(4, 4, 1, 1, 1, true, true);
+		tm_policy *pol = policy(TM_METHOD_IDENTITY);
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_node *n = &c->nodes[0];
+		int flat[4] = { 0, 1, 2, 3 }, swapped[4] = { 0, 2, 1, 3 };
+		double nv = n->bw[1], want;
+
+		j->size[TM_EP] = 2;
+		/* tp-cp-ep-dp-pp or tp-cp-dp-ep-pp: ep next to dp either way */
+		j->order[2] = ord ? TM_DP : TM_EP;
+		j->order[3] = ord ? TM_EP : TM_DP;
+		j->order[4] = TM_PP;
+		j->stages[0].grad_mib = 64;
+		for (int a = 0; a < 4; a++)
+			for (int b = 0; b < 4; b++)
+				if (a != b && (a + b) % 2 == 0) {
+					n->link[a * 4 + b] = TM_LINK_SYS;
+					n->nv[a * 4 + b] = 0;
+					n->bw[a * 4 + b] = 8.0;
+				}
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		for (int r = 0; r < 4; r++)
+			assert_int_equal(pb->rank_rep[r], r);
+		/* 2·(4−1)/4 · 64 MiB over the slowest edge */
+		want = 2.0 * 3 / 4 * 64 * 1048576.0 / (nv * 1e6);
+		assert_true(fabs(tm_allreduce_ms(pb, flat) - want) < 1e-12);
+		/* ranks 1 and 2 exchanged: the ring 0→1→2→3→0 runs over
+		 * GPUs 0, 2, 1, 3, whose edges 0-2 and 1-3 are SYS */
+		want = 2.0 * 3 / 4 * 64 * 1048576.0 / (8.0 * 1e6);
+		assert_true(fabs(tm_allreduce_ms(pb, swapped) - want) < 1e-12);
+		tm_problem_free(pb);
+		/* dp = 1 (tp = 4): gradients, but no data-parallel peers */
+		j->size[TM_EP] = 1;
+		j->size[TM_DP] = 1;
+		j->size[TM_TP] = 4;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_true(tm_allreduce_ms(pb, flat) == 0);
+		tl_free(pb, pol, j, p, c);
+	}
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -351,6 +460,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_megatron_coords),
 		cmocka_unit_test(test_hand_computed),
+		cmocka_unit_test(test_allreduce_hand),
+		cmocka_unit_test(test_allreduce_ring_ep),
 		cmocka_unit_test(test_sorted_pairing),
 		cmocka_unit_test(test_permutation_invariance),
 		cmocka_unit_test(test_greedy_not_worse),

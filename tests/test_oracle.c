@@ -2,9 +2,11 @@
  * test_oracle.c — the ILP against brute force over every placement torchrun
  * can express, on random single-host instances (2–8 GPUs, random derates,
  * thermal fits, stage costs and activations, tp ∈ {1,2}, DGX-1-like and
- * random NVLink matrices, both order strings, several policies) and a set of
- * two-host instances. Every criterion of the lexicographic objective must
- * agree, and every ILP answer must satisfy the constraints.
+ * random NVLink matrices, both order strings, several policies), a set of
+ * two-host instances, and instances with a data-parallel gradient
+ * all-reduce (dp > 1, grad_mib, two network groups, sometimes ep = 2).
+ * Every criterion of the lexicographic objective must agree, and every ILP
+ * answer must satisfy the constraints.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +18,7 @@
 
 #define SINGLE_HOST_CASES 520
 #define TWO_HOST_CASES 40
+#define ALLREDUCE_CASES 120
 
 static int bound_cases, bound_tight;  /* lower bounds met exactly */
 
@@ -198,11 +201,75 @@ static void test_two_hosts(void **state)
 	              "feasible instances\n", bound_tight, bound_cases);
 }
 
+/* Gradient all-reduce: dp > 1 and gradients on most instances, on one
+ * host with mixed links or on two or three hosts in two network groups
+ * (cross-group bandwidth below same-group), sometimes with ep = 2. */
+static void test_allreduce(void **state)
+{
+	int feasible = 0, with_ar = 0, cases = 0;
+	(void)state;
+	tl_state = 0x5851f42d4c957f2dull;
+	for (int id = 0; id < ALLREDUCE_CASES; id++) {
+		int nh = tl_int(1, 3), n = nh == 1 ? tl_int(2, 6) :
+		         nh == 3 ? 2 : tl_int(2, 3);
+		int nproc = nh == 1 ? n : tl_int(1, n), nnodes = nh == 1 ? 1 :
+		            tl_int(2, nh);
+		int world = nproc * nnodes, pp, dv[16], nd;
+		bool dp_first = tl_int(0, 1);
+		tm_cluster *c = tl_cluster(nh, n, tl_int(1, 2));
+		tm_profile *p = tl_profile(c, tl_int(0, 1));
+		tm_policy *pol = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+
+		nd = divisors(world, dv);
+		pp = dv[tl_int(0, nd - 1)];
+		if (world / pp < 2 && world > 1)  /* mostly dp > 1 */
+			pp = dv[tl_int(0, nd - 2)];
+		j = tl_job(world, nproc, 1, pp, 1, dp_first, false);
+		if (dp_first && j->size[TM_DP] % 2 == 0 && tl_int(0, 2) == 0)
+			j->size[TM_EP] = 2;
+		for (int s = 0; s < j->nstages; s++)
+			j->stages[s].grad_mib = tl_int(0, 3) ? tl_unif(0, 2000) : 0;
+		/* two groups: host 0 alone in "x", the others in "y" or without
+		 * one; inside a group 50 GB/s, across 12.5 or 25 */
+		for (int h = 0; h < nh; h++) {
+			c->nodes[h].net_gb_per_s = tl_int(0, 3) ? 50 : 40;
+			c->nodes[h].net_group = h == 0 ? xstrdup("x") :
+			                        tl_int(0, 3) ? xstrdup("y") : NULL;
+		}
+		c->same_group_gb_per_s = tl_int(0, 3) ? 50 : NAN;
+		c->cross_group_gb_per_s = tl_int(0, 1) ? 12.5 : 25;
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		random_policy(pol, 1);
+		{
+			tm_problem *pb = NULL;
+			int *flat = xmalloc(sizeof(int) * (size_t)world);
+			assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e),
+			                 0);
+			tm_identity(pb, flat);
+			with_ar += tm_allreduce_ms(pb, flat) > 0;
+			free(flat);
+			tm_problem_free(pb);
+		}
+		feasible += compare(c, p, j, pol, 20000 + id);
+		cases++;
+		tl_free(NULL, pol, j, p, c);
+	}
+	print_message("all-reduce: %d instances, %d feasible, %d with an "
+	              "all-reduce\n", cases, feasible, with_ar);
+	print_message("time lower bound equal to the optimum in %d of %d "
+	              "feasible instances in all\n", bound_tight, bound_cases);
+	assert_true(feasible > cases / 2);
+	assert_true(with_ar > cases / 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_host),
 		cmocka_unit_test(test_two_hosts),
+		cmocka_unit_test(test_allreduce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,6 +172,8 @@ typedef struct tm_stage {
 	double bwd_ms;       /* backward time per microbatch at full clocks */
 	int layers;          /* transformer layers, -1 when not given */
 	double act_mib;      /* MiB each rank sends to its next-stage peer */
+	double grad_mib;     /* MiB of gradients each rank all-reduces with its
+	                        data-parallel peers per iteration */
 	double mem_gib;      /* memory a rank of this stage needs; NAN = unknown */
 	bool measured;       /* times were given, not derived from layers */
 } tm_stage;

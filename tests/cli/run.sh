@@ -142,6 +142,42 @@ t a10-infeasible 5 "thermap: error: infeasible: tp_nvlink: tensor-parallel group
 if [ ! -e "$W/a10" ]; then ok; else bad "infeasible plan left a directory"; fi
 t a10-identity 0 "" -- plan --cluster $P/a10-allsys/cluster.json --profile $D/a10-profile.json --job $D/job-a10-tp2.json --policy policies/identity.json -o "$W/a10"
 
+# ---- network groups and the gradient all-reduce ------------------------------
+# four hosts of two H200, alternating between two leaf switches (50 GB/s
+# inside a group, 12.5 across); the job runs pp=2 inside each node rank and
+# dp=2 across them, 1000 MiB of gradients on pipeline rank 1. The two
+# fastest hosts (a0, b0) are in different groups, as torchrun's default
+# is; both methods keep the two replicas in one group instead, and the
+# all-reduce is 2·(1/2)·1000·2^20 / (50·10^6) = 20.97152 ms (12.5 GB/s
+# across groups: 83.88608 ms)
+GC="--cluster $D/groups-cluster.json"
+GJ="--job $D/job-dp2-grad.json"
+for pol in identity greedy thermal; do
+	t "groups-$pol" 0 "" -- plan $GC --profile $D/groups-profile.json $GJ --policy policies/$pol.json -o "$W/gr-$pol"
+	[ $pol = identity ] || has "groups-$pol-summary" "$W/out" "iteration 687.85 ms (all-reduce 20.97 ms; identity 744.17 ms, +7.57 %)"
+	t "groups-$pol-check" 0 "" -- check $GC $GJ --plan "$W/gr-$pol" --profile $D/groups-profile.json
+done
+has groups-identity-ar "$W/gr-identity/plan.json" '"allreduce_ms": 83.8861,'
+has groups-identity-hosts "$W/gr-identity/plan.json" '{"host": "b0", "node_rank": 1,'
+for pol in greedy thermal; do
+	has "groups-$pol-ar" "$W/gr-$pol/plan.json" '"allreduce_ms": 20.9715,'
+	has "groups-$pol-node0" "$W/gr-$pol/plan.json" '{"host": "b0", "node_rank": 0,'
+	has "groups-$pol-node1" "$W/gr-$pol/plan.json" '{"host": "b1", "node_rank": 1,'
+done
+# without gradients there is no all-reduce, and plan.json has no such field
+sed 's/, "grad_mib": [0-9]*//' $D/job-dp2-grad.json >"$W/job-nograd.json"
+t groups-nograd 0 "" -- plan $GC --profile $D/groups-profile.json --job "$W/job-nograd.json" -o "$W/gr-nograd" --quiet
+if grep -q allreduce "$W/gr-nograd/plan.json"; then bad "groups-nograd: allreduce_ms written"; else ok; fi
+# check recomputes the all-reduce on its own
+rm -rf "$W/b"; cp -r "$W/gr-thermal" "$W/b"
+sed -i 's/"allreduce_ms": 20.9715,/"allreduce_ms": 83.8861,/' "$W/b/plan.json"
+t groups-tampered 4 "thermap: error: $W/b/plan.json: predicted.allreduce_ms is 83.8861; the data-parallel rings give 20.9715 for this placement" -- check $GC $GJ --plan "$W/b" --profile $D/groups-profile.json
+# grad_mib: a number of MiB, not null
+sed 's/"grad_mib": 800/"grad_mib": null/' $D/job-dp2-grad.json >"$W/job-gnull.json"
+t grad-null 4 "thermap: error: $W/job-gnull.json: stages[0].grad_mib: is null; expected a number from 0 to 1e+07" -- plan $GC --profile $D/groups-profile.json --job "$W/job-gnull.json" -o "$W/x"
+sed 's/"grad_mib": 800/"grad_mib": -1/' $D/job-dp2-grad.json >"$W/job-gneg.json"
+t grad-negative 4 "thermap: error: $W/job-gneg.json: stages[0].grad_mib: -1 is out of range; expected a number from 0 to 1e+07" -- plan $GC --profile $D/groups-profile.json --job "$W/job-gneg.json" -o "$W/x"
+
 # ---- profile join ----------------------------------------------------------
 U=$D/h200x4-a-profile-no-gpu3.json
 t unprofiled 4 "thermap: error: $U: no entry for host h200x4-a GPU 3 (GPU-a0000003-0000-4000-8000-000000000003); profile every GPU or pass --allow-unprofiled" -- plan --cluster $F/cluster.json --profile $U --job $F/job-pp2-dp2.json -o "$W/u"

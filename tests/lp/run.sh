@@ -178,6 +178,8 @@ lp dgx1-capped ref $G --profile $D/dgx1-profile.json --job $D/job-tp2pp4.json --
 lp dgx1-derate-ilp ref $G --profile "$W/dgx1-derate.json" --job $D/job-tp2pp4.json --policy "$W/ilp.json"
 lp dgx1-derate-greedy above $G --profile "$W/dgx1-derate.json" --job $D/job-tp2pp4.json --policy "$W/greedy.json"
 lp two-hosts ref --cluster "$W/two-cl.json" --profile "$W/two-prof.json" --job "$W/two-job.json"
+# two network groups and a gradient all-reduce: the A column and its rows
+lp groups-grad ref --cluster $D/groups-cluster.json --profile $D/groups-profile.json --job $D/job-dp2-grad.json
 lp a10-infeasible infeasible --cluster $P/a10-allsys/cluster.json --profile $D/a10-profile.json --job $D/job-a10-tp2.json
 
 # the rows and columns each case was chosen for, one row a line (GLPK
@@ -194,6 +196,9 @@ has rows-ppnv "$W/dgx1-capped.lp" '^ ppnv_k0_r0_r2_h0_g0: '
 has rows-moves "$W/dgx1-capped.lp" '^ max_moves: .* >= 2$'
 has columns-z "$W/two-hosts.lp" '^ onhost_r3_h1: - z_n1_h1 '
 has rows-node "$W/two-hosts.lp" '^ node_n1: \+ z_n1_h1 \+ z_n1_h0 = 1$'
+has rows-ring "$W/groups-grad.lp" '^ ring_s1_r1_h0_g0: .* - 20\.97152 x_r3_h2_g0 .* - 83\.88608 x_r1_h0_g0 \+ A >= -83\.88608$'
+has columns-A "$W/groups-grad.lp" '^ iter_d1: .* - A .*\+ T >= 0$'
+if grep -q ' A ' "$W/two-hosts.lp"; then bad "two-hosts: an all-reduce column without gradients"; else ok; fi
 # the cap is not in the file: it is stated at the reference time, which is
 # this program's optimum; here it binds, so the plan's objective (the time
 # phase under the cap) is above the file's optimum
