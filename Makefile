@@ -15,7 +15,7 @@ SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
 B       ?= build
 LIB_SRC  = src/util.c src/sha256.c src/jsonin.c src/jsonout.c \
            src/cluster.c src/profile.c src/job.c src/policy.c \
-           src/problem.c src/model.c src/solve.c src/solve_ilp.c src/bound.c \
+           src/problem.c src/model.c src/solve.c src/solve_ilp.c src/bound.c src/solve_host.c \
            src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
            src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
            src/topo_nccl.c

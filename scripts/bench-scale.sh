@@ -7,7 +7,8 @@
 # command (build/runstat), the solve time thermap prints, status, gap, the
 # predicted iteration time and its gain over the identity and greedy plans
 # of the same run, and the predicted peak temperature. Then the naive run:
-# the single integer program (forced with THERMAP_DIRECT_MAX) with
+# the single integer program (forced with THERMAP_DIRECT_ONLY and
+# THERMAP_DIRECT_MAX) with
 # time_limit_s 60 on the first 64-GPU job.
 #
 # usage, from the repository root:
@@ -111,10 +112,11 @@ echo "$CASES" | while read -r c h tp pp dp lim target; do
 	fi
 	echo "bench-scale: $c done" >&2
 done
-# the direct program, which thermap itself uses only up to 1024 ranks × GPUs
-export THERMAP_DIRECT_MAX=1e18
+# the direct program, which thermap itself uses only where the host
+# decomposition does not prove its answer, and up to 1024 ranks × GPUs
+export THERMAP_DIRECT_ONLY=1 THERMAP_DIRECT_MAX=1e18
 plan 64a "$D/64a" naive-60s "$(policy 60)"
-unset THERMAP_DIRECT_MAX
+unset THERMAP_DIRECT_ONLY THERMAP_DIRECT_MAX
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
 mem=$(awk '/^MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo \
@@ -129,6 +131,11 @@ awk -F'\t' '
 	  msg[n] = $11
 	  if ($3 == 0 && $2 == "identity") { idt[$1] = $8; idp[$1] = $9 }
 	  if ($3 == 0 && $2 == "greedy") grt[$1] = $8 }
+	# a gap in per cent, with more digits when it is small but not zero
+	function gapstr(x) {
+		return x > 0 && x < 1e-4 ? sprintf("%.4f %%", x * 100) :
+		       sprintf("%.2f %%", x * 100)
+	}
 	function pct(base, x) {
 		return base == "" || x == "-" ? "-" : sprintf("%+.2f %%", (base - x) / base * 100)
 	}
@@ -136,7 +143,7 @@ awk -F'\t' '
 		print "| GPUs | job | policy | status | gap | plan wall s | solve ms | peak RSS MiB | iteration ms | gain vs identity | gain vs greedy | peak °C (vs identity) |"
 		print "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 		for (i = 1; i <= n; i++) {
-			g = gap[i] == "-" || gap[i] == "null" ? "-" : sprintf("%.2f %%", gap[i] * 100)
+			g = gap[i] == "-" || gap[i] == "null" ? "-" : gapstr(gap[i])
 			p = pk[i] == "-" ? "-" : sprintf("%.1f (%+.1f)", pk[i], idp[c[i]] == "" ? 0 : pk[i] - idp[c[i]])
 			printf "| %d | %s | %s | %s | %s | %.3f | %s | %.0f | %s | %s | %s | %s |\n",
 			       gpus[c[i]], job[c[i]], pol[i], st[i], g, wall[i], solve[i],
@@ -168,7 +175,7 @@ awk -F'\t' '
 				ok = ok && rss[i] < 1048576
 			}
 			got = sprintf("%s, gap %s, %.3f s, %.0f MiB", st[i],
-			              gap[i] == "-" ? "-" : sprintf("%.2f %%", gap[i] * 100),
+			              gap[i] == "-" ? "-" : gapstr(gap[i]),
 			              wall[i], rss[i] / 1024)
 			printf "| %d | %s | %s | %s | %s |\n", gpus[c[i]], job[c[i]], want, got, ok ? "yes" : "**no**"
 		}

@@ -295,3 +295,8 @@ double tm_peak_lower_bound(const tm_problem *pb, double t_ref)
 	free(gpus);
 	return x;
 }
+
+bool tm_instances_in_nodes(const tm_problem *pb)
+{
+	return instances_in_nodes(pb);
+}

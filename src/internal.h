@@ -36,6 +36,8 @@ char *tm_normalise_pci(const char *s);
 bool tm_valid_host(const char *s);
 bool tm_valid_uuid(const char *s);
 int tm_levenshtein(const char *a, const char *b);
+/* qsort comparator of doubles, ascending */
+int tm_cmp_dbl(const void *a, const void *b);
 /* cluster.c */
 int tm_parse_link(const char *s, int *nv);
 
@@ -203,6 +205,16 @@ double tm_peak_lower_bound(const tm_problem *pb, double t_ref);
  * size-th one. Writes them to out (at most ngpus / size); returns how
  * many. */
 int tm_host_slots(const tm_problem *pb, int h, int size, double *out);
+/* Every stage instance's ranks lie in one node rank. */
+bool tm_instances_in_nodes(const tm_problem *pb);
+
+/* solve_host.c: the host decomposition (docs/model.md, section 10) */
+bool tm_host_decomposable(const tm_problem *pb);
+/* Fills flat and sol's status, formulation, best, t_ref_ms, objective,
+ * bound and gap; warm (may be NULL) competes for the time phase. Returns
+ * -1 when it has no placement to offer. */
+int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
+                  tm_solution *sol);
 
 /* plan.c */
 void tm_flat_to_placement(const tm_problem *pb, const int *flat,

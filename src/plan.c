@@ -541,8 +541,10 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	        method_name[pb->pol->method], sol->formulation[0] ? ", " : "",
 	        sol->formulation, sol->status);
 	if (strcmp(sol->status, "heuristic"))
-		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.2f %%",
-		        sol->objective, sol->bound, sol->gap * 100);
+		/* a gap too small for two decimals is not shown as zero */
+		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.*f %%",
+		        sol->objective, sol->bound,
+		        sol->gap > 0 && sol->gap < 1e-4 ? 4 : 2, sol->gap * 100);
 	sb_addf(&b, ", %.0f ms\n", sol->time_ms);
 	sb_addf(&b, "iteration %.2f ms (", e->iteration_ms);
 	if (tm_allreduce_ms(pb, flat) > 0)

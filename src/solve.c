@@ -668,6 +668,12 @@ out:
 
 /* ---- the dispatcher ------------------------------------------------------ */
 
+static bool getenv_flag(const char *name)
+{
+	const char *v = getenv(name);
+	return v && *v && strcmp(v, "0");
+}
+
 /* The ilp method on a cluster too large for the direct program: the
  * greedy placement (with replica balancing), its gap proven against the
  * lower bounds of bound.c. Temperatures are those at the placement's own
@@ -741,11 +747,19 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 				warm = NULL;
 			}
 		}
+		/* THERMAP_DIRECT_ONLY=1 skips the decomposition, to measure
+		 * the direct program (make bench, tests/scale) */
+		if (!getenv_flag("THERMAP_DIRECT_ONLY") &&
+		    tm_host_decomposable(pb) &&
+		    tm_solve_host(pb, warm, flat, sol) == 0 &&
+		    (!strcmp(sol->status, "optimal") || !tm_ilp_direct(pb)))
+			break;
 		if (warm && !tm_ilp_direct(pb)) {
 			bounded_heuristic(pb, warm, sol);
 			memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
 			break;
 		}
+		memset(sol->best, 0, sizeof sol->best);
 		snprintf(sol->formulation, sizeof sol->formulation,
 		         "integer program");
 		rc = tm_solve_ilp(pb, warm, flat, sol, err);

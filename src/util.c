@@ -345,3 +345,9 @@ int tm_write_file_atomic(const char *path, const char *data, size_t len,
 	sb_free(&tmp);
 	return rc;
 }
+
+int tm_cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}

@@ -18,9 +18,59 @@
 
 #define SINGLE_HOST_CASES 520
 #define TWO_HOST_CASES 40
+#define HOST_CASES 300
 #define ALLREDUCE_CASES 120
 
 static int bound_cases, bound_tight;  /* lower bounds met exactly */
+static bool close_to(double a, double b)
+{
+	return fabs(a - b) <= 1e-6 * (1 + fabs(a) + fabs(b));
+}
+
+static int hd_cases, hd_optimal;      /* host decomposition tried, proven */
+
+/* The host decomposition on its own, held to brute force: its bound never
+ * passes the optimum, its placement keeps the constraints and the earlier
+ * criteria within tolerance, and what it calls optimal is. */
+static void check_host(const tm_problem *pb, const tm_solution *b, int id)
+{
+	tm_solution h;
+	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	tm_eval ev;
+	char why[256];
+
+	memset(&h, 0, sizeof h);
+	hd_cases++;
+	assert_int_equal(tm_solve_host(pb, NULL, flat, &h), 0);
+	if (h.bound > b->best[0] + 1e-9 * (1 + b->best[0]) ||
+	    h.bound > h.objective + 1e-9 * (1 + h.objective)) {
+		print_error("case %d: host decomposition bound %.9f, its time "
+		            "%.9f, best time %.9f\n", id, h.bound, h.objective,
+		            b->best[0]);
+		fail();
+	}
+	if (!tm_constraints_ok(pb, flat, h.t_ref_ms, why, sizeof why)) {
+		print_error("case %d: host decomposition violates: %s\n", id, why);
+		fail();
+	}
+	tm_eval_flat(pb, flat, h.t_ref_ms, &ev);
+	if (!strcmp(h.status, "optimal")) {
+		hd_optimal++;
+		for (int k = 0; k < pb->ncrit; k++) {
+			int crit = pb->crit[k];
+			if (!close_to(h.best[k], b->best[k]) ||
+			    tm_crit_value(&ev, crit) >
+			    tm_crit_bound(pb, crit, b->best[k]) + 1e-6) {
+				print_error("case %d: host decomposition criterion %d: "
+				            "%.9f (final %.9f), brute %.9f\n", id, k,
+				            h.best[k], tm_crit_value(&ev, crit),
+				            b->best[k]);
+				fail();
+			}
+		}
+	}
+	free(flat);
+}
 
 static int divisors(int n, int *out)
 {
@@ -31,10 +81,6 @@ static int divisors(int n, int *out)
 	return k;
 }
 
-static bool close_to(double a, double b)
-{
-	return fabs(a - b) <= 1e-6 * (1 + fabs(a) + fabs(b));
-}
 
 /* Solves one instance both ways; returns 1 if it was feasible. */
 static int compare(tm_cluster *c, tm_profile *p, tm_job *j, tm_policy *pol,
@@ -72,6 +118,8 @@ static int compare(tm_cluster *c, tm_profile *p, tm_job *j, tm_policy *pol,
 		}
 		free(flat);
 		assert_string_equal(a.status, "optimal");
+		if (tm_host_decomposable(pb))
+			check_host(pb, &b, id);
 		if (!close_to(a.t_ref_ms, b.t_ref_ms)) {
 			print_error("case %d: reference time ilp %.9f brute %.9f\n", id,
 			            a.t_ref_ms, b.t_ref_ms);
@@ -204,6 +252,47 @@ static void test_two_hosts(void **state)
 /* Gradient all-reduce: dp > 1 and gradients on most instances, on one
  * host with mixed links or on two or three hosts in two network groups
  * (cross-group bandwidth below same-group), sometimes with ep = 2. */
+/* Instances the host decomposition takes: hosts whose GPUs are all joined
+ * by the same NVLink, derates with many ties, time first. */
+static void test_host_decomposition(void **state)
+{
+	int feasible = 0;
+	(void)state;
+	tl_state = 0x7f4a7c159e3779b9ull;
+	for (int id = 0; id < HOST_CASES; id++) {
+		int nh = tl_int(1, 3), n = nh == 1 ? tl_int(2, 8) : tl_int(2, 4);
+		int nproc = tl_int(0, 2) ? n : tl_int(1, n);
+		int nnodes = nh == 1 ? 1 : tl_int(1, nh), world = nproc * nnodes;
+		int tp = nproc % 2 == 0 && tl_int(0, 1) ? 2 : 1, pp, dv[16], nd;
+		tm_cluster *c = tl_cluster(nh, n, 3);
+		tm_profile *p = tl_profile(c, false);
+		tm_policy *pol = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+
+		nd = divisors(world / tp, dv);
+		pp = dv[tl_int(0, nd - 1)];
+		j = tl_job(world, nproc, tp, pp, pp > 1 && !tl_int(0, 4) ? 2 : 1,
+		           tl_int(0, 1), false);
+		if (tl_int(0, 2) == 0)   /* a gradient all-reduce, sometimes */
+			for (int s = 0; s < j->nstages; s++)
+				j->stages[s].grad_mib = tl_unif(0, 2000);
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		random_policy(pol, tp);
+		pol->pp_nvlink = false;
+		pol->max_temp_c = NAN;
+		pol->max_moves = -1;
+		pol->crit[0] = TM_CRIT_TIME;
+		pol->crit[1] = TM_CRIT_PEAK;
+		feasible += compare(c, p, j, pol, 20000 + id);
+		tl_free(NULL, pol, j, p, c);
+	}
+	print_message("host decomposition: %d instances, %d feasible; taken "
+	              "by it %d, proven optimal %d\n", HOST_CASES, feasible,
+	              hd_cases, hd_optimal);
+	assert_true(hd_cases > HOST_CASES / 2 && hd_optimal > hd_cases / 2);
+}
+
 static void test_allreduce(void **state)
 {
 	int feasible = 0, with_ar = 0, cases = 0;
@@ -269,6 +358,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_host),
 		cmocka_unit_test(test_two_hosts),
+		cmocka_unit_test(test_host_decomposition),
 		cmocka_unit_test(test_allreduce),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
