@@ -133,8 +133,9 @@ awk -F'\t' '
 	  if ($3 == 0 && $2 == "greedy") grt[$1] = $8 }
 	# a gap in per cent, with more digits when it is small but not zero
 	function gapstr(x) {
-		return x > 0 && x < 1e-4 ? sprintf("%.4f %%", x * 100) :
-		       sprintf("%.2f %%", x * 100)
+		if (x > 0 && x < 1e-4)
+			return sprintf("%.4f %%", x * 100)
+		return sprintf("%.2f %%", x * 100)
 	}
 	function pct(base, x) {
 		return base == "" || x == "-" ? "-" : sprintf("%+.2f %%", (base - x) / base * 100)
