@@ -947,7 +947,7 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	witness w;
 	tm_eval ev;
 	size_t tab = (size_t)pb->npp * (size_t)pb->ngpu;
-	int N, U, kp = -1, km = -1, *cand, *col;
+	int N, U, kp = -1, km = -1, *cand, *col, rc = 0;
 	double lb, t_best = INFINITY, t_ref, tb, pbound = INFINITY;
 	double *th, *val, *c;
 	bool opt_t, opt_p = true, opt_m = false;
@@ -975,14 +975,8 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 		memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
 	}
 	if (t_best == INFINITY) {   /* nothing to start from */
-		hd_free(&H);
-		free(w.col);
-		free(cand);
-		free(col);
-		free(c);
-		free(th);
-		free(val);
-		return -1;
+		rc = -1;
+		goto out;
 	}
 	lb = fmin(fmax(lb < INFINITY ? lb : 0, tm_time_lower_bound(pb)),
 	          t_best);
@@ -1079,6 +1073,7 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	sol->gap = t_best > 0 ? (t_best - lb) / t_best : 0;
 	if (sol->gap < 1e-9)
 		sol->gap = 0;
+out:
 	hd_free(&H);
 	free(w.col);
 	free(cand);
@@ -1086,5 +1081,5 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	free(c);
 	free(th);
 	free(val);
-	return 0;
+	return rc;
 }
