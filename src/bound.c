@@ -213,13 +213,46 @@ static double allreduce_lower_bound(const tm_problem *pb)
 	return lb;
 }
 
+void tm_replica_hops_lower(const tm_problem *pb, double *out)
+{
+	int nh = pb->nhops;
+	double *same_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
+	double *cross_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
+
+	for (int k = 0; k < nh; k++) {
+		same_hop[k] = best_hop_ms(pb, pb->hops[k].act_mib, true);
+		cross_hop[k] = best_hop_ms(pb, pb->hops[k].act_mib, false);
+	}
+	/* a rank's node is fixed by its number, so whether a hop leaves the
+	 * node is known before placing anything */
+	for (int d = 0; d < pb->nrep; d++) {
+		out[d] = 0;
+		for (int k = 0; k < nh; k++) {
+			const tm_hop *hp = &pb->hops[k];
+			double worst = 0;
+			for (int q = 0; q < pb->nmember; q++) {
+				int a = pb->inst_rank[(d * pb->npp + hp->from) *
+				                      pb->nmember + q];
+				int b = pb->inst_rank[(d * pb->npp + hp->to) *
+				                      pb->nmember + q];
+				double c = a / pb->nproc == b / pb->nproc ?
+				           same_hop[k] : cross_hop[k];
+				if (c > worst)
+					worst = c;
+			}
+			out[d] += worst;
+		}
+	}
+	free(same_hop);
+	free(cross_hop);
+}
+
 double tm_time_lower_bound(const tm_problem *pb)
 {
 	int *gpus, ng = usable_gpus(pb, &gpus);
 	double v = pb->job->vpp, m = pb->job->microbatches;
 	double dmin = INFINITY, fill = 0, bneck, hmin = INFINITY;
-	double lb_a = 0, *same_hop, *cross_hop;
-	int nh = pb->nhops;
+	double lb_a = 0, *hops;
 
 	for (int i = 0; i < ng; i++)
 		if (pb->derate[gpus[i]] < dmin)
@@ -242,45 +275,22 @@ double tm_time_lower_bound(const tm_problem *pb)
 		free(sg);
 		free(slot);
 	}
-	same_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
-	cross_hop = xmalloc(sizeof(double) * (size_t)(nh + 1));
 	for (int s = 0; s < pb->npp; s++)
 		fill += pb->work[s] * dmin / v;
-	for (int k = 0; k < nh; k++) {
-		same_hop[k] = best_hop_ms(pb, pb->hops[k].act_mib, true);
-		cross_hop[k] = best_hop_ms(pb, pb->hops[k].act_mib, false);
-	}
-	/* per replica: its hops, each at the best bandwidth its members can
-	 * have -- a rank's node is fixed by its number, so whether a hop
-	 * leaves the node is known before placing anything */
+	hops = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	tm_replica_hops_lower(pb, hops);
 	for (int d = 0; d < pb->nrep; d++) {
-		double hops = 0, slowest = 0;
-		for (int k = 0; k < nh; k++) {
-			const tm_hop *hp = &pb->hops[k];
-			double worst = 0;
-			for (int q = 0; q < pb->nmember; q++) {
-				int a = pb->inst_rank[(d * pb->npp + hp->from) *
-				                      pb->nmember + q];
-				int b = pb->inst_rank[(d * pb->npp + hp->to) *
-				                      pb->nmember + q];
-				double c = a / pb->nproc == b / pb->nproc ?
-				           same_hop[k] : cross_hop[k];
-				if (c > worst)
-					worst = c;
-			}
-			hops += worst;
-		}
-		if (hops < hmin)
-			hmin = hops;
+		double slowest = 0;
+		if (hops[d] < hmin)
+			hmin = hops[d];
 		for (int s = 0; s < pb->npp; s++)
 			if (pb->work[s] * dmin > slowest)
 				slowest = pb->work[s] * dmin;
-		if (fill + hops + (m - 1 / v) * slowest > lb_a)
-			lb_a = fill + hops + (m - 1 / v) * slowest;
+		if (fill + hops[d] + (m - 1 / v) * slowest > lb_a)
+			lb_a = fill + hops[d] + (m - 1 / v) * slowest;
 	}
 	free(gpus);
-	free(same_hop);
-	free(cross_hop);
+	free(hops);
 	/* the replica that holds the bottleneck instance takes at least the
 	 * fill, the fewest hops of any replica and the bottleneck's pace; the
 	 * all-reduce follows the slowest replica */

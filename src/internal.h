@@ -205,6 +205,10 @@ double tm_peak_lower_bound(const tm_problem *pb, double t_ref);
  * size-th one. Writes them to out (at most ngpus / size); returns how
  * many. */
 int tm_host_slots(const tm_problem *pb, int h, int size, double *out);
+/* Each replica's hops at the least they can cost: each at the best
+ * bandwidth inside a host or between two, as rank numbers decide (nrep
+ * values). */
+void tm_replica_hops_lower(const tm_problem *pb, double *out);
 /* Every stage instance's ranks lie in one node rank. */
 bool tm_instances_in_nodes(const tm_problem *pb);
 

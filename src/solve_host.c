@@ -363,43 +363,17 @@ static void hd_init(hd *H, const tm_problem *pb)
 	for (int n = 0; n < H->N; n++)
 		qsort(&H->inst[n * H->K], (size_t)H->K, sizeof(int),
 		      cmp_inst_work);
-	/* each replica's hops at the least they can cost: whether a member
-	 * pair leaves its node is fixed by rank numbers, links inside a host
-	 * all cost the same, and between hosts the best bandwidth is taken
-	 * (exact when every pair of hosts has the same) */
-	{
-		int g0 = pb->host_first[H->host[0]], x0 = 0, x1 = 0;
-		double bw = -1;
-		for (int u = 0; u < H->U; u++)
-			for (int t = 0; t < H->U; t++) {
-				double b = pb->net_bw[H->host[u] * pb->nhost +
-				                      H->host[t]];
-				if (t != u && b > bw) {
-					bw = b;
-					x0 = pb->host_first[H->host[u]];
-					x1 = pb->host_first[H->host[t]];
-				}
-			}
-		H->hops = xmalloc(sizeof(double) * (size_t)H->nrep);
-		H->hmin = INFINITY;
-		for (int d = 0; d < H->nrep; d++) {
-			H->hops[d] = 0;
-			for (int k = 0; k < pb->nhops; k++) {
-				const tm_hop *hp = &pb->hops[k];
-				int a = pb->inst_rank[(d * H->npp + hp->from) * H->nm];
-				int b = pb->inst_rank[(d * H->npp + hp->to) * H->nm];
-				H->hops[d] += a / pb->nproc == b / pb->nproc ?
-				    (pb->c->nodes[H->host[0]].ngpus > 1 ?
-				     tm_hop_ms(pb, hp->act_mib, g0, g0 + 1) : 0) :
-				    tm_hop_ms(pb, hp->act_mib, x0, x1);
-			}
-			/* the gradient all-reduce after the flush: the same
-			 * wherever the ranks run when hops are (0 otherwise, a
-			 * lower bound) */
-			if (H->hops_exact)
-				H->hops[d] += tm_allreduce_ms(pb, pb->ref_gpu);
-			H->hmin = fmin(H->hmin, H->hops[d]);
-		}
+	/* each replica's hops at the least they can cost (exact when every
+	 * pair of hosts has the same bandwidth), and the gradient all-reduce
+	 * after the flush, the same wherever the ranks run when hops are (0
+	 * otherwise, a lower bound) */
+	H->hops = xmalloc(sizeof(double) * (size_t)H->nrep);
+	tm_replica_hops_lower(pb, H->hops);
+	H->hmin = INFINITY;
+	for (int d = 0; d < H->nrep; d++) {
+		if (H->hops_exact)
+			H->hops[d] += tm_allreduce_ms(pb, pb->ref_gpu);
+		H->hmin = fmin(H->hmin, H->hops[d]);
 	}
 	for (int s = 0; s < H->npp; s++)
 		H->wsum += pb->work[s];
