@@ -189,6 +189,30 @@ int tm_eval_better(const tm_problem *pb, const tm_eval *a, const tm_eval *b);
 double tm_crit_value(const tm_eval *ev, int crit);
 double tm_crit_bound(const tm_problem *pb, int crit, double best);
 
+/* sim.c: the event-level simulator (docs/model.md, section 14). Per rank
+ * (one rank per GPU): clock factor (1 = full clock), busy fraction, power,
+ * temperature and the compute time run throttled, per iteration. */
+typedef struct tm_sim {
+	double iteration_ms;  /* the slowest replica's flush, then all-reduce */
+	double flush_ms;      /* the slowest replica's last pass */
+	double allreduce_ms;  /* the gradient all-reduce (section 4) */
+	double bubble;        /* idle share of the instances' time to flush */
+	double energy_j;      /* the GPUs in use, one iteration */
+	double peak_temp_c;   /* the hottest GPU in use */
+	double throttle_total_ms; /* Σ of throttle_ms */
+	int rounds;           /* thermal feedback rounds played */
+	bool converged;       /* the clocks settled */
+	double *clock, *busy, *power_w, *temp_c, *throttle_ms;
+} tm_sim;
+/* Plays one iteration of flat; with feedback, until the clocks of GPUs
+ * that would pass their slowdown temperature settle. −1 on a schedule
+ * that cannot proceed (an internal error), −2 for an interleaved schedule
+ * whose microbatches are not a multiple of pp, −3 when microbatches ×
+ * chunks exceed 4·10⁶. out is to be freed with tm_sim_free in any case. */
+int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
+                tm_sim *out);
+void tm_sim_free(tm_sim *s);
+
 /* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
 int tm_solve_greedy(const tm_problem *pb, int *flat);
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
