@@ -13,14 +13,14 @@ SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
 
 B       ?= build
-LIB_SRC  = src/util.c src/sha256.c src/jsonin.c src/jsonout.c \
+LIB_SRC  = src/util.c src/sha256.c src/layout.c src/jsonin.c src/jsonout.c \
            src/cluster.c src/profile.c src/job.c src/policy.c \
            src/problem.c src/model.c src/sim.c src/solve.c src/solve_ilp.c src/bound.c src/solve_host.c \
            src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
            src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
            src/topo_nccl.c
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
-TESTS    = test_sha256 test_inputs test_model test_sim test_oracle test_profile \
+TESTS    = test_sha256 test_layout test_inputs test_model test_sim test_oracle test_profile \
            test_tele_prom test_topo_smi test_topo_xml
 TEST_BIN = $(TESTS:%=$(B)/%)
 
