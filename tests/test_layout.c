@@ -19,27 +19,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "layout.h"
 
 #define FIXTURE "fixtures/megatron-layout/megatron-pipeline-layouts-and-uneven-splits.md"
 
 /* ---- helpers ------------------------------------------------------------ */
 
+/* The whole file, through the library's bounded reader. */
 static char *slurp(const char *file)
 {
-	FILE *f = fopen(file, "rb");
-	char *b;
-	long n;
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	b = malloc((size_t)n + 1);
-	assert_non_null(b);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	b[n] = '\0';
-	fclose(f);
+	tm_error e = { 0, "" };
+	char *b = NULL;
+	size_t len;
+	assert_int_equal(tm_read_file(file, 1 << 20, &b, &len, &e), 0);
 	return b;
 }
 
