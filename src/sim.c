@@ -195,6 +195,8 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 {
 	int R = pb->nranks, m = pb->job->microbatches;
 	double *clk = xmalloc(sizeof(double) * (size_t)R);
+	double *a = xmalloc(sizeof(double) * (size_t)R);  /* compute at full
+	                                                     clock, ms */
 
 	memset(out, 0, sizeof *out);
 	out->clock = xmalloc(sizeof(double) * (size_t)R);
@@ -202,21 +204,26 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 	out->power_w = xmalloc(sizeof(double) * (size_t)R);
 	out->temp_c = xmalloc(sizeof(double) * (size_t)R);
 	out->throttle_ms = xmalloc(sizeof(double) * (size_t)R);
-	for (int r = 0; r < R; r++)
+	for (int r = 0; r < R; r++) {
 		clk[r] = 1;
+		a[r] = m * pb->work[pb->rank_stage[r]] * pb->derate[flat[r]];
+	}
 	out->converged = true;
 	if (pb->job->vpp > 1 && m % pb->npp) {
 		free(clk);
+		free(a);
 		return -2;
 	}
 	if ((double)m * pb->job->nstages > MAX_PASSES) {
 		free(clk);
+		free(a);
 		return -3;
 	}
 	for (;;) {
 		double change = 0;
 		if (play(pb, flat, clk, out) < 0) {
 			free(clk);
+			free(a);
 			return -1;
 		}
 		out->rounds++;
@@ -228,9 +235,8 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 		 * cube of the clock, the time of the work with its inverse) */
 		for (int r = 0; r < R; r++) {
 			int g = flat[r];
-			double a = m * pb->work[pb->rank_stage[r]] * pb->derate[g];
 			double room = slowdown_c(pb, g) - pb->t_idle[g], phi = 1;
-			double heat = a / out->iteration_ms * pb->t_slope[g];
+			double heat = a[r] / out->iteration_ms * pb->t_slope[g];
 			if (heat > room)
 				phi = room > 0 ? sqrt(room / heat) : 0.05;
 			phi = fmax(phi, 0.05);
@@ -250,18 +256,18 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 	out->peak_temp_c = -INFINITY;
 	for (int r = 0; r < R; r++) {
 		int g = flat[r];
-		double a = m * pb->work[pb->rank_stage[r]] * pb->derate[g];
-		double u = a / out->iteration_ms * clk[r] * clk[r];
+		double u = a[r] / out->iteration_ms * clk[r] * clk[r];
 		out->clock[r] = clk[r];
-		out->busy[r] = fmin(1, a / (clk[r] * out->iteration_ms));
+		out->busy[r] = fmin(1, a[r] / (clk[r] * out->iteration_ms));
 		out->power_w[r] = pb->p_idle[g] + u * pb->p_slope[g];
 		out->temp_c[r] = pb->t_idle[g] + u * pb->t_slope[g];
-		out->throttle_ms[r] = clk[r] < 1 - 1e-12 ? a / clk[r] : 0;
+		out->throttle_ms[r] = clk[r] < 1 - 1e-12 ? a[r] / clk[r] : 0;
 		out->throttle_total_ms += out->throttle_ms[r];
 		out->energy_j += out->power_w[r] * out->iteration_ms / 1000;
 		out->peak_temp_c = fmax(out->peak_temp_c, out->temp_c[r]);
 	}
 	free(clk);
+	free(a);
 	return 0;
 }
 
