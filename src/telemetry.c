@@ -24,6 +24,8 @@
 #define GUARD_S 1.0        /* the last second before a change is mixed */
 #define FLAT_C 1.0         /* a log that starts at rest varies this little */
 #define CLOCK_STEP_MHZ 15.0/* SM clock resolution: smaller gaps are noise */
+#define FIT_SPAN_W 100.0   /* fit without idle: settled power spans this */
+#define FIT_MIN_N 10       /* ... over at least this many samples */
 #define QMAX 1024          /* samples held for the guard, per GPU (2^k) */
 #define READ_CHUNK (1u << 20)
 
@@ -250,12 +252,14 @@ typedef struct stats {
 	double th_us, th_span, pc_us, pc_span; /* counters, loaded, µs */
 	double fn, fx, fy, fxx, fxy;        /* fit sums, shifted */
 	long fit_idle, fit_busy;
+	double fit_pmin, fit_pmax;          /* power range of fit samples */
 } stats;
 
 static void stats_init(stats *st)
 {
 	memset(st, 0, sizeof *st);
 	st->temp_max = NAN;
+	st->fit_pmin = st->fit_pmax = NAN;
 }
 
 static void stats_free(stats *st)
@@ -299,6 +303,11 @@ static void stats_merge(stats *a, const stats *b)
 	a->fxy += b->fxy;
 	a->fit_idle += b->fit_idle;
 	a->fit_busy += b->fit_busy;
+	/* NAN range when b has no fit samples: nothing to take */
+	if (b->fn > 0 && !(b->fit_pmin >= a->fit_pmin))
+		a->fit_pmin = b->fit_pmin;
+	if (b->fn > 0 && !(b->fit_pmax <= a->fit_pmax))
+		a->fit_pmax = b->fit_pmax;
 }
 
 /* ---- per GPU state --------------------------------------------------------- */
@@ -617,6 +626,10 @@ static void stats_add(tgpu *g, stats *st, const held *h)
 			st->fit_idle++;
 		else
 			st->fit_busy++;
+		if (!(P >= st->fit_pmin))
+			st->fit_pmin = P;
+		if (!(P <= st->fit_pmax))
+			st->fit_pmax = P;
 	}
 }
 
@@ -863,13 +876,18 @@ static double frac(const mean *flags, double us, double span)
 	return NAN;
 }
 
-/* The steady-state fit needs settled samples at two power levels (idle
- * and busy); otherwise the slope is noise and the field is null. */
+/* The steady-state fit needs settled samples at two power levels: idle
+ * and busy, or a power span of FIT_SPAN_W (a power controller or a varying
+ * load moves power without idling); otherwise the slope is noise and the
+ * field is null. */
 static void fit(const tgpu *g, const stats *st, double *amb, double *r)
 {
 	double n = st->fn, sxx, sxy;
+	bool levels = st->fit_idle >= 2 && st->fit_busy >= 2;
+	bool spread = st->fn >= FIT_MIN_N &&
+	              st->fit_pmax - st->fit_pmin >= FIT_SPAN_W;
 	*amb = *r = NAN;
-	if (st->fit_idle < 2 || st->fit_busy < 2)
+	if (!levels && !spread)
 		return;
 	sxx = st->fxx - st->fx * st->fx / n;
 	sxy = st->fxy - st->fx * st->fy / n;

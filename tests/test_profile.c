@@ -233,6 +233,49 @@ static void test_flat_start(void **state)
 	free(moving);
 }
 
+/* 200 s at 100 % (never idle) at 1 Hz, power alternating between lo and
+ * hi W, temperature exactly 30 + 0.05·P: what a power controller gives. */
+static char *alternating(int lo, int hi)
+{
+	strbuf b;
+	sb_init(&b);
+	sb_add(&b, "timestamp, index, temperature.gpu, power.draw [W], "
+	           "utilization.gpu [%]\n");
+	for (int t = 0; t < 200; t++) {
+		int P = t % 2 ? hi : lo;
+		sb_addf(&b, "2026/01/01 00:%02d:%02d.000, 0, %.2f, %d.00 W, "
+		        "100 %%\n", t / 60, t % 60, 30 + 0.05 * P, P);
+	}
+	return b.s;
+}
+
+/* Without idle samples the fit needs the settled power to span 100 W. */
+static void test_fit_without_idle(void **state)
+{
+	char *wide = alternating(300, 500), *narrow = alternating(300, 350);
+	json_t *p, *g;
+	tm_error e;
+	(void)state;
+	assert_int_equal(run1(puts_("ctl.csv", wide), NULL, &p, &e), 0);
+	g = gpu(p, 0);
+	/* not flat (45..55 C): settled from t=30 to the end */
+	assert_int_equal((int)num(g, "load_samples"), 170);
+	assert_true(isnan(num(g, "temp_idle_c")));
+	assert_near(num(g, "ambient_c"), 30, 1e-9);
+	assert_near(num(g, "r_c_per_w"), 0.05, 1e-9);
+	json_decref(p);
+	/* 50 W apart: too close to tell the slope from noise */
+	assert_int_equal(run1(puts_("ctl-narrow.csv", narrow), NULL, &p, &e),
+	                 0);
+	g = gpu(p, 0);
+	assert_int_equal((int)num(g, "load_samples"), 170);
+	assert_true(isnan(num(g, "ambient_c")));
+	assert_true(isnan(num(g, "r_c_per_w")));
+	json_decref(p);
+	free(wide);
+	free(narrow);
+}
+
 /* Without utilisation, load comes from power against the limit; the
  * reasons come from the microsecond counters. */
 static void test_power_rule_and_counters(void **state)
@@ -563,6 +606,7 @@ int main(void)
 		cmocka_unit_test(test_h200_what_the_data_shows),
 		cmocka_unit_test(test_settling_and_fit),
 		cmocka_unit_test(test_flat_start),
+		cmocka_unit_test(test_fit_without_idle),
 		cmocka_unit_test(test_power_rule_and_counters),
 		cmocka_unit_test(test_smi_shapes),
 		cmocka_unit_test(test_malformed),
