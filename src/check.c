@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layout.h"
 
 typedef struct envf {
 	char *host;        /* from the file name */
@@ -424,11 +425,69 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 	return rc;
 }
 
+/* A plan whose policy chose the layers (plan.json "layers") is checked
+ * against the job with those layers: they must be the job's model (same
+ * depth, every chunk given by layers) and the layout string must say the
+ * same counts. *out: the relayered job, or NULL when the plan has none. */
+static int plan_layers(const char *pj, const tm_job *j, json_t *o,
+                       tm_job **out, tm_error *err)
+{
+	json_t *ch, *lay;
+	int *n, total = 0, rc = 0;
+
+	*out = NULL;
+	if (!o)
+		return 0;
+	ch = json_object_get(o, "chunks");
+	if (!json_is_array(ch) || (int)json_array_size(ch) != j->nstages)
+		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
+		               "array of pp·vpp = %d layer counts", pj, j->nstages);
+	if (!j->by_layers)
+		return tm_fail(err, TM_EINPUT, "%s: layers: the plan sets layers "
+		               "per chunk, but the stages of %s are not given by "
+		               "layers", pj, j->file);
+	n = xmalloc(sizeof(int) * (size_t)j->nstages);
+	for (int c = 0; c < j->nstages && !rc; c++) {
+		json_t *v = json_array_get(ch, (size_t)c);
+		json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
+		if (x < 0 || x > 100000)
+			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: expected "
+			             "a layer count from 0 to 100000", pj, c);
+		else
+			total += n[c] = (int)x;
+	}
+	if (!rc && total != tm_job_total_layers(j))
+		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: %d layers in all; "
+		             "the job has %d", pj, total, tm_job_total_layers(j));
+	lay = json_object_get(o, "pipeline_model_parallel_layout");
+	if (!rc && json_is_string(lay)) {
+		tm_layout l;
+		char why[200];
+		if (tm_layout_parse(json_string_value(lay), &l, why, sizeof why))
+			rc = tm_fail(err, TM_EINPUT, "%s: layers.pipeline_model_parallel"
+			             "_layout: %s", pj, why);
+		else {
+			for (int c = 0; c < j->nstages && !rc; c++)
+				if (l.nstages != j->nstages || l.st[c].dec != n[c])
+					rc = tm_fail(err, TM_EINPUT, "%s: layers.pipeline_model"
+					             "_parallel_layout does not give chunk %d "
+					             "the %d layers of layers.chunks", pj, c,
+					             n[c]);
+			tm_layout_free(&l);
+		}
+	}
+	if (!rc)
+		*out = tm_job_relayer(j, n);
+	free(n);
+	return rc;
+}
+
 int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
                   const char *dir, char *summary, size_t summary_len,
                   tm_error *err)
 {
 	chk K;
+	tm_job *jr = NULL;
 	json_t *root = NULL, *inputs, *cons;
 	envf *E = NULL;
 	char **names = NULL, envdir[4200];
@@ -445,6 +504,11 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	snprintf(K.pj, sizeof K.pj, "%s/plan.json", dir);
 	if ((rc = jin_load(K.pj, "thermap.plan", &root, NULL, err)))
 		return rc;
+	if ((rc = plan_layers(K.pj, j, json_object_get(root, "layers"), &jr,
+	                      err)))
+		goto out;
+	if (jr)
+		K.j = j = jr;
 	id = json_string_value(json_object_get(root, "id"));
 	inputs = json_object_get(root, "inputs");
 	cons = json_object_get(root, "constraints");
@@ -556,5 +620,6 @@ out:
 	free(K.gpu);
 	free(K.coord);
 	json_decref(root);
+	tm_job_free(jr);
 	return rc;
 }

@@ -116,6 +116,7 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 	s->act_mib = 0;
 	s->grad_mib = 0;
 	s->mem_gib = NAN;
+	s->extra_fwd_ms = s->extra_bwd_ms = 0;
 	if (!json_is_object(o))
 		return jin_fail(J, path, NULL, "expected a stage object");
 	jin_unknown(J, o, path, known);
@@ -144,8 +145,8 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 			return jin_fail(J, path, NULL, "expected either fwd_ms and "
 			                "bwd_ms, or layers");
 		*uses_layers = true;
-		s->fwd_ms = efwd;
-		s->bwd_ms = ebwd;
+		s->fwd_ms = s->extra_fwd_ms = efwd;
+		s->bwd_ms = s->extra_bwd_ms = ebwd;
 	}
 	return 0;
 }
@@ -154,7 +155,7 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err)
 {
 	static const char *const known[] = { "format", "name", "parallel",
 		"nproc_per_node", "schedule", "layer_fwd_ms", "layer_bwd_ms",
-		"stages", NULL };
+		"layer_mem_gib", "tokens_per_iteration", "stages", NULL };
 	static const char *const known_par[] = { "tp", "cp", "ep", "dp", "pp",
 		"vpp", "order", NULL };
 	static const char *const known_sched[] = { "kind", "microbatches",
@@ -169,6 +170,7 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err)
 	int rc;
 
 	j->file = xstrdup(file);
+	j->layer_mem_gib = j->tokens_per_iteration = NAN;
 	for (int k = 0; k < TM_NDIM; k++)
 		j->size[k] = 1;
 	j->vpp = 1;
@@ -237,6 +239,10 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err)
 	}
 	if ((rc = jin_num(&J, root, "", "layer_fwd_ms", 0, 0, 1e7, &lf)) ||
 	    (rc = jin_num(&J, root, "", "layer_bwd_ms", 0, 0, 1e7, &lb)) ||
+	    (rc = jin_num(&J, root, "", "layer_mem_gib", JF_NULL, 0, 1e6,
+	                  &j->layer_mem_gib)) ||
+	    (rc = jin_num(&J, root, "", "tokens_per_iteration", JF_NULL, 1,
+	                  1e15, &j->tokens_per_iteration)) ||
 	    (rc = jin_arr(&J, root, "", "stages", JF_REQ, &stages)))
 		goto fail;
 	j->nstages = j->size[TM_PP] * j->vpp;
@@ -246,12 +252,17 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err)
 		goto fail;
 	}
 	j->stages = xcalloc((size_t)j->nstages, sizeof *j->stages);
+	j->by_layers = true;
 	for (int s = 0; s < j->nstages; s++) {
 		snprintf(path, sizeof path, "stages[%d]", s);
 		if ((rc = load_stage(&J, json_array_get(stages, (size_t)s), path,
 		                     &j->stages[s], &uses_layers)))
 			goto fail;
+		if (j->stages[s].measured)
+			j->by_layers = false;
 	}
+	j->layer_fwd_ms = lf;
+	j->layer_bwd_ms = lb;
 	if (uses_layers && (!isfinite(lf) || !isfinite(lb))) {
 		rc = jin_fail(&J, "", isfinite(lf) ? "layer_bwd_ms" : "layer_fwd_ms",
 		              "missing; stages given by layers need layer_fwd_ms and "
@@ -283,4 +294,36 @@ fail:
 	tm_job_free(j);
 	*out = NULL;
 	return rc;
+}
+
+int tm_job_total_layers(const tm_job *j)
+{
+	long n = 0;
+	if (!j->by_layers)
+		return -1;
+	for (int c = 0; c < j->nstages; c++)
+		n += j->stages[c].layers;
+	return n > 1000000000 ? -1 : (int)n;
+}
+
+tm_job *tm_job_relayer(const tm_job *j, const int *layers)
+{
+	tm_job *k = xmalloc(sizeof *k);
+	*k = *j;
+	k->file = xstrdup(j->file);
+	k->relayered = true;
+	k->stages = xmalloc(sizeof *k->stages * (size_t)j->nstages);
+	for (int c = 0; c < j->nstages; c++) {
+		tm_stage *st = &k->stages[c];
+		*st = j->stages[c];
+		if (layers[c] == st->layers)
+			continue;
+		st->mem_gib += (layers[c] - st->layers) * j->layer_mem_gib;
+		if (st->mem_gib < 0)  /* layer_mem_gib overstates a small stage */
+			st->mem_gib = 0;
+		st->layers = layers[c];
+		st->fwd_ms = st->extra_fwd_ms + st->layers * j->layer_fwd_ms;
+		st->bwd_ms = st->extra_bwd_ms + st->layers * j->layer_bwd_ms;
+	}
+	return k;
 }

@@ -43,6 +43,34 @@ static const char usage_plan[] =
 "                       still go to stderr)\n"
 "  --help               this text\n";
 
+static const char usage_compare[] =
+"usage: thermap compare --cluster FILE --profile FILE --job FILE POLICY_FILE...\n"
+"                       [--format text|markdown|csv|json] [--svg FILE]\n"
+"                       [--allow-unprofiled]\n"
+"       thermap compare --cluster FILE --job FILE --replay LOG [--replay LOG]...\n"
+"                       [--window SECONDS] [--host NAME] POLICY_FILE...\n"
+"                       [--format text|markdown|csv|json]\n"
+"\n"
+"Plans the job with each policy, plays every placement in the event-level\n"
+"simulator with thermal feedback, and prints one row per policy: iteration\n"
+"time and gain over torchrun's placement, tokens/s (with\n"
+"tokens_per_iteration in the job), peak temperature, throttled time, energy\n"
+"per iteration, solver status, ranks moved, layers (docs/compare.md).\n"
+"\n"
+"  POLICY_FILE...       thermap.policy/1 files, one row each, in order\n"
+"  --format F           text (default), markdown, csv or json\n"
+"  --svg FILE           also draw each policy's GPUs coloured by simulated\n"
+"                       temperature, with stage labels (SVG, atomically)\n"
+"  --replay LOG         a telemetry recording instead of --profile: plan on\n"
+"                       each window, score on the next\n"
+"  --window SECONDS     replay window length (default 600)\n"
+"  --host NAME          host of the GPUs in the --replay logs (default: as\n"
+"                       in thermap profile)\n"
+"  --allow-unprofiled   GPUs without a profile entry count as the worst one\n"
+"  --help               this text\n"
+"exit: 0 with the table (a policy that cannot place says why in its row),\n"
+"2 usage, 4 invalid input, 1 internal error.\n";
+
 static const char usage_profile[] =
 "usage: thermap profile [--host NAME] [--fields LIST] FILE... [-o FILE]\n"
 "                       [--from T] [--to T] [--json-summary] [--quiet]\n"
@@ -162,6 +190,143 @@ static int parse(int argc, char **argv, opt *opts, const char *cmd,
 	return 0;
 }
 
+/* The phase-0 program of the job as given, before any solving. */
+static int write_lp(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+                    const tm_policy *pol, bool unprof, const char *file,
+                    tm_error *err)
+{
+	tm_problem *pb = NULL;
+	int rc = tm_problem_new(c, p, j, pol, unprof, &pb, err);
+	if (!rc)
+		rc = tm_write_lp(pb, file, err);
+	tm_problem_free(pb);
+	return rc;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+	const char *cf = NULL, *pf = NULL, *jf = NULL, *fmt = "text",
+	           *svg = NULL, *win = NULL, *host = NULL, **polf, **logs;
+	bool unprof = false;
+	int npol = 0, nlog = 0, f, rc = 0;
+	tm_cluster *c = NULL;
+	tm_profile *p = NULL;
+	tm_job *j = NULL;
+	tm_policy **pols;
+	tm_tele_input *in;
+	tm_error err = { 0, "" };
+	double window = 600;
+	char *out = NULL;
+
+	polf = xcalloc((size_t)argc, sizeof *polf);
+	logs = xcalloc((size_t)argc, sizeof *logs);
+	pols = xcalloc((size_t)argc, sizeof *pols);
+	in = xcalloc((size_t)argc, sizeof *in);
+	for (int i = 2; i < argc && !rc; i++) {
+		const char *a = argv[i], **dst = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_compare, stdout);
+			goto out;
+		}
+		if (!strcmp(a, "--allow-unprofiled")) {
+			unprof = true;
+			continue;
+		}
+		if (a[0] != '-' || !strcmp(a, "-")) {
+			polf[npol++] = a;
+			continue;
+		}
+		if (!strcmp(a, "--cluster"))
+			dst = &cf;
+		else if (!strcmp(a, "--profile"))
+			dst = &pf;
+		else if (!strcmp(a, "--job"))
+			dst = &jf;
+		else if (!strcmp(a, "--format"))
+			dst = &fmt;
+		else if (!strcmp(a, "--svg"))
+			dst = &svg;
+		else if (!strcmp(a, "--window"))
+			dst = &win;
+		else if (!strcmp(a, "--host"))
+			dst = &host;
+		else if (!strcmp(a, "--replay"))
+			dst = &logs[nlog++];
+		else {
+			rc = usage_error("compare ", "unknown option '%s'", a);
+			break;
+		}
+		if (i + 1 >= argc)
+			rc = usage_error("compare ", "option '%s' needs a value", a);
+		else
+			*dst = argv[++i];
+	}
+	if (rc)
+		goto out;
+	if ((f = tm_compare_format(fmt)) < 0) {
+		rc = usage_error("compare ", "--format '%s': expected text, "
+		                 "markdown, csv or json", fmt);
+		goto out;
+	}
+	if (win) {
+		char *end;
+		window = strtod(win, &end);
+		if (*end || !(window >= 1 && window <= 1e7)) {
+			rc = usage_error("compare ", "--window '%s': expected seconds "
+			                 "from 1 to 10000000", win);
+			goto out;
+		}
+	}
+	if (!cf || !jf || (!pf && !nlog) || !npol) {
+		rc = usage_error("compare ", "compare needs %s", !cf ? "--cluster" :
+		                 !jf ? "--job" : !npol ? "at least one POLICY_FILE" :
+		                 "--profile (or --replay LOG)");
+		goto out;
+	}
+	if (pf && nlog) {
+		rc = usage_error("compare ", "%s", "--profile and --replay: give "
+		                 "one; replay makes a profile per window");
+		goto out;
+	}
+	if (nlog && svg) {
+		rc = usage_error("compare ", "%s", "--svg draws one profile's "
+		                 "placements; it does not go with --replay");
+		goto out;
+	}
+	if ((rc = tm_cluster_load(cf, &c, &err)) ||
+	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
+	    (rc = tm_job_load(jf, &j, &err)))
+		goto fail;
+	for (int i = 0; i < npol; i++)
+		if ((rc = tm_policy_load(polf[i], &pols[i], &err)))
+			goto fail;
+	for (int i = 0; i < nlog; i++)
+		in[i] = (tm_tele_input){ logs[i], host, NULL };
+	rc = nlog ? tm_compare_replay(c, in, nlog, window, j, pols, npol,
+	                              unprof, f, &out, &err)
+	          : tm_compare(c, p, j, pols, npol, unprof, f, svg, &out, &err);
+	if (rc)
+		goto fail;
+	fputs(out, stdout);
+	if (svg && f == 0)
+		printf("wrote %s\n", svg);
+	goto out;
+fail:
+	rc = report(&err);
+out:
+	for (int i = 0; i < npol; i++)
+		tm_policy_free(pols[i]);
+	free(pols);
+	free(polf);
+	free(logs);
+	free(in);
+	free(out);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+	return rc;
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL,
@@ -182,12 +347,11 @@ static int cmd_plan(int argc, char **argv)
 	tm_profile *p = NULL;
 	tm_job *j = NULL;
 	tm_policy *pol = NULL;
-	tm_problem *pb = NULL;
-	tm_solution sol;
+	tm_run run;
 	tm_error err = { 0, "" };
 	int rc;
 
-	memset(&sol, 0, sizeof sol);
+	memset(&run, 0, sizeof run);
 	if ((rc = parse(argc, argv, opts, "plan", &help)))
 		return rc;
 	if (help) {
@@ -202,15 +366,14 @@ static int cmd_plan(int argc, char **argv)
 	    (rc = tm_job_load(jf, &j, &err)) ||
 	    (rc = polf ? tm_policy_load(polf, &pol, &err)
 	               : tm_policy_default(&pol, &err)) ||
-	    (rc = tm_problem_new(c, p, j, pol, unprof, &pb, &err)) ||
-	    (lpf && (rc = tm_write_lp(pb, lpf, &err))) ||
-	    (rc = tm_solve(pb, &sol, &err)) ||
-	    (rc = tm_plan_write(pb, &sol, out, &err))) {
+	    (lpf && (rc = write_lp(c, p, j, pol, unprof, lpf, &err))) ||
+	    (rc = tm_run_policy(c, p, j, pol, unprof, &run, &err)) ||
+	    (rc = tm_plan_write(run.pb, &run.sol, out, &err))) {
 		rc = report(&err);
 		goto out;
 	}
 	if (!quiet) {
-		char *s = tm_plan_summary(pb, &sol);
+		char *s = tm_plan_summary(run.pb, &run.sol);
 		fputs(s, stdout);
 		printf("wrote %s (plan.json, env/, launch.txt)\n", out);
 		if (lpf)
@@ -219,8 +382,7 @@ static int cmd_plan(int argc, char **argv)
 		free(s);
 	}
 out:
-	tm_solution_clear(&sol);
-	tm_problem_free(pb);
+	tm_run_free(&run);
 	tm_policy_free(pol);
 	tm_job_free(j);
 	tm_profile_free(p);
@@ -494,5 +656,7 @@ int main(int argc, char **argv)
 		return cmd_plan(argc, argv);
 	if (!strcmp(argv[1], "check"))
 		return cmd_check(argc, argv);
+	if (!strcmp(argv[1], "compare"))
+		return cmd_compare(argc, argv);
 	return usage_error("", "unknown command '%s'", argv[1]);
 }

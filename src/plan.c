@@ -16,12 +16,13 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "layout.h"
+
+static void write_layers(jw *w, const tm_job *j);
 
 #define MASTER_PORT 29500  /* torchrun's default */
 
 static const char *const crit_name[] = { "time", "peak_temp", "moves" };
-static const char *const method_name[] = { "identity", "greedy", "ilp",
-                                           "brute" };
 
 static const tm_gpu *gpu_of(const tm_problem *pb, int g)
 {
@@ -160,7 +161,7 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 	jw_str(&w, "format", "thermap.plan/1");
 	jw_str(&w, "id", id);
 	jw_str(&w, "policy", pol->name);
-	jw_str(&w, "method", method_name[pol->method]);
+	jw_str(&w, "method", tm_method_name(pol->method));
 	jw_obj(&w, "inputs", false);
 	jw_str(&w, "cluster", pb->c->sha256);
 	jw_str(&w, "profile", pb->profile_sha256);
@@ -219,6 +220,8 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 	jw_int(&w, "vpp", j->vpp);
 	jw_int(&w, "microbatches", j->microbatches);
 	jw_end_obj(&w);
+	if (j->relayered)
+		write_layers(&w, j);
 
 	jw_arr(&w, "nodes", false);
 	sb_init(&tmp);
@@ -525,6 +528,56 @@ out:
 	return rc;
 }
 
+/* ---- layers a policy chose ---------------------------------------------- */
+
+/* The Megatron-Core arguments for the policy's layers per chunk: the
+ * layout string always, the two uneven-split flags when they can say the
+ * same (docs/layout.md). NULL first/last: the flags cannot. */
+static char *megatron_layers(const tm_job *j, int *first, int *last)
+{
+	int *n = xmalloc(sizeof(int) * (size_t)j->nstages);
+	tm_layout l;
+	char *s = NULL;
+	for (int c = 0; c < j->nstages; c++)
+		n[c] = j->stages[c].layers;
+	if (tm_layout_from_layers(j->size[TM_PP], j->vpp, n, false, &l) == 0) {
+		s = tm_layout_format(&l);
+		tm_layout_free(&l);
+	}
+	if (!tm_layout_uneven_flags(j->size[TM_PP], j->vpp, n, first, last))
+		*first = *last = -2;
+	free(n);
+	return s;
+}
+
+static void write_layers(jw *w, const tm_job *j)
+{
+	int first, last;
+	char *lay = megatron_layers(j, &first, &last);
+	jw_obj(w, "layers", false);
+	jw_arr(w, "chunks", true);
+	for (int c = 0; c < j->nstages; c++)
+		jw_int(w, NULL, j->stages[c].layers);
+	jw_end_arr(w);
+	if (lay)
+		jw_str(w, "pipeline_model_parallel_layout", lay);
+	else
+		jw_null(w, "pipeline_model_parallel_layout");
+	jw_obj(w, "uneven_flags", true);
+	jw_bool(w, "expressible", first != -2);
+	if (first >= 0)
+		jw_int(w, "decoder_first_pipeline_num_layers", first);
+	else
+		jw_null(w, "decoder_first_pipeline_num_layers");
+	if (last >= 0)
+		jw_int(w, "decoder_last_pipeline_num_layers", last);
+	else
+		jw_null(w, "decoder_last_pipeline_num_layers");
+	jw_end_obj(w);
+	jw_end_obj(w);
+	free(lay);
+}
+
 /* ---- the text a user reads ---------------------------------------------- */
 
 char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
@@ -538,9 +591,9 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	tm_identity(pb, base);
 	sb_init(&b);
 	sb_addf(&b, "policy %s (%s%s%s): %s", pb->pol->name,
-	        method_name[pb->pol->method], sol->formulation[0] ? ", " : "",
+	        tm_method_name(pb->pol->method), sol->formulation[0] ? ", " : "",
 	        sol->formulation, sol->status);
-	if (strcmp(sol->status, "heuristic"))
+	if (!isnan(sol->bound))
 		/* a gap too small for two decimals is not shown as zero */
 		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.*f %%",
 		        sol->objective, sol->bound,
@@ -559,6 +612,28 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 		sb_addf(&b, "stage %d: ", s);
 		why_stage(pb, flat, base, e->iteration_ms, s, &b);
 		sb_add(&b, "\n");
+	}
+	if (pb->job->relayered) {
+		int first, last;
+		char *lay = megatron_layers(pb->job, &first, &last);
+		sb_add(&b, "layers per chunk:");
+		for (int c = 0; c < pb->job->nstages; c++)
+			sb_addf(&b, " %d", pb->job->stages[c].layers);
+		sb_addf(&b, "\nMegatron-Core: --pipeline-model-parallel-layout "
+		        "'%s'", lay ? lay : "?");
+		if (first != -2) {
+			sb_add(&b, ", or");
+			if (first >= 0)
+				sb_addf(&b, " --decoder-first-pipeline-num-layers %d",
+				        first);
+			if (last >= 0)
+				sb_addf(&b, " --decoder-last-pipeline-num-layers %d",
+				        last);
+			if (first < 0 && last < 0)
+				sb_add(&b, " the default even split");
+		}
+		sb_add(&b, "\n");
+		free(lay);
 	}
 	for (int i = 0; i < pb->nnotes; i++)
 		sb_addf(&b, "note: %s\n", pb->notes[i]);

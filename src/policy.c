@@ -14,7 +14,7 @@ const char tm_default_policy_text[] =
 "  \"format\": \"thermap.policy/1\",\n"
 "  \"name\": \"thermal\",\n"
 "  \"method\": \"ilp\",\n"
-"  \"objective\": {\"order\": [\"time\", \"peak_temp\"], \"tolerance\": 0.01, \"move_cost_ms\": 0},\n"
+"  \"objective\": {\"order\": [\"time\", \"peak_temp\"], \"tolerance\": 0.001, \"move_cost_ms\": 0},\n"
 "  \"constraints\": {\"tp_nvlink\": true, \"pp_nvlink\": false, \"max_temp_c\": null,\n"
 "                  \"rebalance_layers\": false, \"min_layers\": 1, \"max_moves\": null},\n"
 "  \"solver\": {\"time_limit_s\": 10, \"mip_gap\": 0.0}\n"
@@ -23,7 +23,17 @@ const char tm_default_policy_text[] =
 static const struct { const char *name; int method; } methods[] = {
 	{ "identity", TM_METHOD_IDENTITY }, { "greedy", TM_METHOD_GREEDY },
 	{ "ilp", TM_METHOD_ILP }, { "brute", TM_METHOD_BRUTE },
+	{ "greedy-coolest", TM_METHOD_GREEDY_COOLEST },
+	{ "alternating", TM_METHOD_ALTERNATING },
 };
+
+const char *tm_method_name(int method)
+{
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+		if (methods[i].method == method)
+			return methods[i].name;
+	return "?";
+}
 static const char *const crit_names[] = { "time", "peak_temp", "moves" };
 
 void tm_policy_free(tm_policy *p)
@@ -96,9 +106,6 @@ static int load_constraints(const jin *J, json_t *o, tm_policy *p)
 	    (rc = jin_int(J, o, P, "max_moves", 0, 0, TM_MAX_RANKS,
 	                  &p->max_moves)))
 		return rc;
-	if (p->rebalance)
-		return jin_fail(J, P, "rebalance_layers", "true is not supported by "
-		                "this version of thermap; expected false");
 	return 0;
 }
 
@@ -124,7 +131,8 @@ static int load_policy(const char *file, json_t *root, tm_policy *p,
 			p->method = methods[i].method;
 	if (p->method < 0) {
 		rc = jin_fail(&J, "", "method", "\"%.40s\" is not a method; expected "
-		              "\"ilp\", \"greedy\", \"identity\" or \"brute\"", method);
+		              "\"ilp\", \"greedy\", \"greedy-coolest\", \"identity\", "
+		              "\"alternating\" or \"brute\"", method);
 		goto out;
 	}
 	if ((rc = jin_obj(&J, root, "", "objective", 0, &o)) ||
@@ -140,6 +148,11 @@ static int load_policy(const char *file, json_t *root, tm_policy *p,
 		    (rc = jin_num(&J, o, "solver", "mip_gap", 0, 0, 1, &p->mip_gap)))
 			goto out;
 	}
+	/* alternating sets the layers itself, by its published rule */
+	if (p->method == TM_METHOD_ALTERNATING && p->rebalance)
+		rc = jin_fail(&J, "constraints", "rebalance_layers", "true with "
+		              "method \"alternating\", which sets the layers by its "
+		              "own rule; expected false");
 out:
 	free(method);
 	return rc;

@@ -106,7 +106,9 @@ fail:
 	return rc;
 }
 
-int tm_profile_load(const char *file, tm_profile **out, tm_error *err)
+/* From a file, or (text != NULL) from len bytes named file in messages. */
+static int profile_load(const char *file, const char *text, size_t len,
+                        tm_profile **out, tm_error *err)
 {
 	static const char *const known[] = { "format", "gpus", NULL };
 	tm_profile *p = xcalloc(1, sizeof *p);
@@ -116,7 +118,15 @@ int tm_profile_load(const char *file, tm_profile **out, tm_error *err)
 	int rc;
 
 	p->file = xstrdup(file);
-	if ((rc = jin_load(file, "thermap.profile", &root, p->sha256, err)))
+	if (text) {
+		char hex[65];
+		tm_sha256_hex(text, len, hex);
+		snprintf(p->sha256, sizeof p->sha256, "sha256:%s", hex);
+		rc = jin_loadb(file, text, len, "thermap.profile", &root, err);
+	} else {
+		rc = jin_load(file, "thermap.profile", &root, p->sha256, err);
+	}
+	if (rc)
 		goto fail;
 	jin_unknown(&J, root, "", known);
 	if ((rc = jin_arr(&J, root, "", "gpus", JF_REQ, &gpus)))
@@ -143,4 +153,15 @@ fail:
 	tm_profile_free(p);
 	*out = NULL;
 	return rc;
+}
+
+int tm_profile_load(const char *file, tm_profile **out, tm_error *err)
+{
+	return profile_load(file, NULL, 0, out, err);
+}
+
+int tm_profile_loadb(const char *name, const char *text, size_t len,
+                     tm_profile **out, tm_error *err)
+{
+	return profile_load(name, text, len, out, err);
 }

@@ -205,6 +205,42 @@ static void local_search(const tm_problem *pb, int *flat)
 	free(owner);
 }
 
+/* The rule of thumb without a model: on the hosts torchrun would use, the
+ * ranks of each node in decreasing work on that host's GPUs in increasing
+ * full-load temperature. No derates, links or swaps. */
+static void greedy_coolest(const tm_problem *pb, int *flat)
+{
+	int *slots = xmalloc(sizeof(int) * (size_t)pb->nproc);
+	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
+	double *cool = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+
+	tm_identity(pb, flat);
+	for (int g = 0; g < pb->ngpu; g++)
+		cool[g] = -(pb->t_idle[g] + pb->t_slope[g]);
+	for (int r = 0; r < pb->nranks; r++)
+		key[r] = pb->work[pb->rank_stage[r]];
+	for (int n = 0; n < pb->nnodes; n++) {
+		int h = pb->gpu_host[flat[n * pb->nproc]];
+		int first = pb->host_first[h], ng = pb->c->nodes[h].ngpus;
+		int *gpus = xmalloc(sizeof(int) * (size_t)ng);
+		for (int i = 0; i < ng; i++)
+			gpus[i] = first + i;
+		sort_key = cool;
+		sort_key2 = NULL;
+		qsort(gpus, (size_t)ng, sizeof(int), cmp_key_desc);
+		for (int i = 0; i < pb->nproc; i++)
+			slots[i] = n * pb->nproc + i;
+		sort_key = key;
+		qsort(slots, (size_t)pb->nproc, sizeof(int), cmp_key_desc);
+		for (int i = 0; i < pb->nproc; i++)
+			flat[slots[i]] = gpus[i];
+		free(gpus);
+	}
+	free(slots);
+	free(key);
+	free(cool);
+}
+
 /* ---- replica balancing ---------------------------------------------------
  * Two node ranks whose local ranks have the same pipeline rank and member
  * position, place by place, are interchangeable: each can take the other's
@@ -717,6 +753,14 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	sol->baseline_ok = true;
 	snprintf(sol->status, sizeof sol->status, "heuristic");
 	switch (pb->pol->method) {
+	case TM_METHOD_GREEDY_COOLEST:
+		greedy_coolest(pb, flat);
+		if (!tm_constraints_ok(pb, flat, tm_eval_flat(pb, flat, 0,
+		                       &sol->ev), why, sizeof why))
+			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the coolest-"
+			             "first placement violates the policy: %s", why);
+		break;
+	case TM_METHOD_ALTERNATING:  /* its layers are the job's business */
 	case TM_METHOD_IDENTITY:
 		if (!tm_constraints_ok(pb, flat, sol->baseline.iteration_ms, why,
 		                       sizeof why))

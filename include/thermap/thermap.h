@@ -127,6 +127,9 @@ typedef struct tm_profile {
 } tm_profile;
 
 int tm_profile_load(const char *file, tm_profile **out, tm_error *err);
+/* The same from len bytes of text; name stands for the file in messages. */
+int tm_profile_loadb(const char *name, const char *text, size_t len,
+                     tm_profile **out, tm_error *err);
 void tm_profile_free(tm_profile *p);
 
 /* Topology to cluster (`thermap topo`): joins, per host, what
@@ -175,6 +178,8 @@ typedef struct tm_stage {
 	double grad_mib;     /* MiB of gradients each rank all-reduces with its
 	                        data-parallel peers per iteration */
 	double mem_gib;      /* memory a rank of this stage needs; NAN = unknown */
+	double extra_fwd_ms; /* the extras of a stage given by layers, else 0 */
+	double extra_bwd_ms;
 	bool measured;       /* times were given, not derived from layers */
 } tm_stage;
 
@@ -189,6 +194,12 @@ typedef struct tm_job {
 	int nstages;         /* pp·vpp model chunks */
 	tm_stage *stages;    /* chunk j runs on pipeline rank j % pp */
 	int world;           /* tp·cp·dp·pp ranks */
+	double layer_fwd_ms; /* per layer, NAN when absent */
+	double layer_bwd_ms;
+	double layer_mem_gib;/* memory per layer, NAN when absent */
+	double tokens_per_iteration; /* NAN when absent */
+	bool by_layers;      /* every stage is given by layers */
+	bool relayered;      /* a copy with a policy's layers (tm_job_relayer) */
 	char sha256[72];     /* "sha256:<hex>" of the file bytes */
 	char *file;          /* file name */
 } tm_job;
@@ -197,11 +208,19 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err);
 void tm_job_free(tm_job *j);
 /* Coordinates of a global rank under the job's order string. */
 void tm_job_coords(const tm_job *j, int rank, int coord[TM_NDIM]);
+/* A copy of j (given by layers) whose chunk c holds layers[c] layers:
+ * times re-derived, memory moved by layer_mem_gib per layer (unknown when
+ * the job does not give it and a count changed). file and sha256 stay
+ * those of j. */
+tm_job *tm_job_relayer(const tm_job *j, const int *layers);
+/* Σ layers of the chunks; -1 unless the job is given by layers. */
+int tm_job_total_layers(const tm_job *j);
 
 /* ---- policy: thermap.policy/1 -------------------------------------------- */
 
 enum tm_method { TM_METHOD_IDENTITY, TM_METHOD_GREEDY, TM_METHOD_ILP,
-                 TM_METHOD_BRUTE };
+                 TM_METHOD_BRUTE, TM_METHOD_GREEDY_COOLEST,
+                 TM_METHOD_ALTERNATING };
 enum tm_crit { TM_CRIT_TIME, TM_CRIT_PEAK, TM_CRIT_MOVES };
 
 typedef struct tm_policy {
@@ -214,7 +233,7 @@ typedef struct tm_policy {
 	bool tp_nvlink;      /* tensor-parallel groups on NVLink */
 	bool pp_nvlink;      /* pipeline neighbours on NVLink */
 	double max_temp_c;   /* cap on predicted temperature; NAN = none */
-	bool rebalance;      /* choose layers per stage (not in this version) */
+	bool rebalance;      /* choose layers per stage with the placement */
 	int min_layers;      /* fewest layers per stage when rebalancing */
 	int max_moves;       /* at most this many moved ranks; -1 = any */
 	double time_limit_s; /* solver wall-clock limit */
@@ -224,6 +243,8 @@ typedef struct tm_policy {
 } tm_policy;
 
 int tm_policy_load(const char *file, tm_policy **out, tm_error *err);
+/* "ilp", "greedy-coolest", … */
+const char *tm_method_name(int method);
 /* The built-in default policy (policies/thermal.json). */
 int tm_policy_default(tm_policy **out, tm_error *err);
 void tm_policy_free(tm_policy *p);
@@ -280,6 +301,41 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);
  * section 10). */
 int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err);
 void tm_solution_clear(tm_solution *sol);
+
+/* Runs a policy end to end: the job it plans (the input, or a copy with
+ * other layers per chunk for "alternating" and rebalance_layers), the
+ * problem on that job and its solution, whose baseline is always the
+ * identity placement of the job as given. */
+typedef struct tm_run {
+	tm_job *job;         /* owned copy when the layers changed, else NULL */
+	tm_problem *pb;      /* owned, built on job (or on the input job) */
+	tm_solution sol;     /* owned */
+	int *layers;         /* per chunk when the layers changed, else NULL */
+	int rounds;          /* rebalance: placement/layer rounds played */
+} tm_run;
+
+int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
+                  const tm_policy *pol, bool allow_unprofiled, tm_run *run,
+                  tm_error *err);
+void tm_run_free(tm_run *run);
+
+/* `thermap compare` (docs/compare.md): each policy run and its placement
+ * simulated with thermal feedback, against the identity placement of the
+ * job as given. fmt from tm_compare_format ("text", "markdown", "csv",
+ * "json"; -1 for another name); svg (may be NULL) gets the placements as a
+ * picture. *out: the table, to be freed. A policy that cannot place gets
+ * a row that says why; only inputs the comparison cannot start from fail. */
+int tm_compare_format(const char *name);
+int tm_compare(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+               tm_policy *const *pols, int npol, bool allow_unprofiled,
+               int fmt, const char *svg, char **out, tm_error *err);
+/* Over a recording: windows of window_s seconds from each file's first
+ * sample; each policy plans on window k and is scored on window k + 1. */
+int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
+                      double window_s, const tm_job *j,
+                      tm_policy *const *pols, int npol,
+                      bool allow_unprofiled, int fmt, char **out,
+                      tm_error *err);
 
 /* ---- plan directory ----------------------------------------------------- */
 
