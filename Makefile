@@ -20,7 +20,7 @@ LIB_SRC  = src/util.c src/sha256.c src/layout.c src/jsonin.c src/jsonout.c \
            src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
            src/topo_nccl.c src/svg.c
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
-TESTS    = test_sha256 test_layout test_inputs test_model test_sim test_oracle test_profile \
+TESTS    = test_sha256 test_layout test_rebalance test_inputs test_model test_sim test_oracle test_profile \
            test_tele_prom test_topo_smi test_topo_xml test_svg
 TEST_BIN = $(TESTS:%=$(B)/%)
 
@@ -77,6 +77,7 @@ check: all $(TEST_BIN) $(B)/gen_cluster
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
 	@THERMAP=$(B)/thermap sh tests/lp/run.sh
+	@THERMAP=$(B)/thermap sh tests/compare/run.sh
 	@THERMAP=$(B)/thermap GEN=$(B)/gen_cluster sh tests/scale/run.sh
 	$(MAKE) --no-print-directory check-san
 
@@ -91,6 +92,7 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh
 	@THERMAP=build-san/thermap sh tests/lp/run.sh
+	@THERMAP=build-san/thermap sh tests/compare/run.sh
 	@THERMAP=build-san/thermap GEN=build/gen_cluster sh tests/scale/run.sh
 	$(MAKE) --no-print-directory check-tsan
 

@@ -225,8 +225,6 @@ static void notes(strbuf *b, int fmt, const row *w, int n, const tm_sim *id)
 {
 	const char *pre = fmt == F_MARKDOWN ? "\n- " : "";
 	bool unconv = false;
-	if (fmt == F_MARKDOWN)
-		sb_add(b, "\n");
 	sb_addf(b, "%sgain: over torchrun's placement of the job as given "
 	        "(identity, %.2f ms simulated)\n", pre, id->iteration_ms);
 	sb_addf(b, "%stimes, temperatures, throttling and energy: one "

@@ -265,6 +265,94 @@ static int *flat_of(const tm_run *run)
 	return flat;
 }
 
+/* Alternation stops where the placement step is indifferent: the placement
+ * ILP breaks ties of time by temperature, not by what the layers could then
+ * gain. On small jobs, pairwise exchanges of GPUs (and moves to idle ones)
+ * in a host, each scored by the exact layer program, go on while one
+ * shortens the iteration. */
+#define DESCEND_MAX_RANKS 64
+static void descend(const tm_cluster *c, const tm_profile *p,
+                    const tm_job *job, const tm_policy *pol, bool allow,
+                    lprob *L, tm_run *best)
+{
+	const tm_problem *pb = best->pb;
+	int N = pb->nranks, C = job->nstages, *flat, *owner, *n, *bn;
+	double bt, t;
+	bool improved = true, any = false;
+	tm_run nr;
+	tm_error e = { 0, "" };
+
+	if (N > DESCEND_MAX_RANKS)
+		return;
+	flat = flat_of(best);
+	owner = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	n = xmalloc(sizeof(int) * (size_t)C);
+	bn = xmalloc(sizeof(int) * (size_t)C);
+	L->pb = pb;
+	L->flat = flat;
+	bt = best->sol.ev.iteration_ms;
+	for (int pass = 0; improved && pass < 20; pass++) {
+		improved = false;
+		for (int g = 0; g < pb->ngpu; g++)
+			owner[g] = -1;
+		for (int r = 0; r < N; r++)
+			owner[flat[r]] = r;
+		for (int r = 0; r < N; r++) {
+			int h = pb->gpu_host[flat[r]], first = pb->host_first[h];
+			for (int g = first; g < first + pb->c->nodes[h].ngpus; g++) {
+				int o = owner[g], old = flat[r];
+				if (g == old || (o >= 0 && o < r))
+					continue;
+				flat[r] = g;
+				if (o >= 0)
+					flat[o] = old;
+				if (solve_layers(L, n, &t) == 0 &&
+				    (t += tm_allreduce_ms(pb, flat)) <
+				    bt - 1e-9 * (1 + bt)) {
+					bt = t;
+					memcpy(bn, n, sizeof(int) * (size_t)C);
+					owner[g] = r;
+					owner[old] = o;
+					improved = any = true;
+					continue;
+				}
+				flat[r] = old;
+				if (o >= 0)
+					flat[o] = g;
+			}
+		}
+	}
+	if (any) {
+		/* the exchanges kept the program's memory rows but not the
+		 * policy's other constraints: those decide here */
+		char why[256];
+		memset(&nr, 0, sizeof nr);
+		nr.job = tm_job_relayer(job, bn);
+		if (tm_problem_new(c, p, nr.job, pol, allow, &nr.pb, &e) == 0 &&
+		    tm_constraints_ok(nr.pb, flat, tm_eval_flat(nr.pb, flat, 0,
+		                      &nr.sol.ev), why, sizeof why) &&
+		    nr.sol.ev.iteration_ms < best->sol.ev.iteration_ms -
+		    1e-9 * (1 + best->sol.ev.iteration_ms)) {
+			nr.sol = best->sol;   /* its status and bounds, then … */
+			best->sol.pl = NULL;
+			tm_placement_free(nr.sol.pl);
+			nr.sol.pl = tm_placement_new(N);
+			tm_flat_to_placement(nr.pb, flat, nr.sol.pl);
+			tm_eval_flat(nr.pb, flat, 0, &nr.sol.ev);
+			nr.sol.ev.feasible = true;
+			nr.sol.t_ref_ms = nr.sol.ev.iteration_ms;
+			tm_run_free(best);
+			*best = nr;
+		} else {
+			tm_run_free(&nr);
+		}
+	}
+	free(flat);
+	free(owner);
+	free(n);
+	free(bn);
+}
+
 static int rebalance(const tm_cluster *c, const tm_profile *p,
                      const tm_job *job, const tm_policy *pol, bool allow,
                      tm_run *out, tm_error *err)
@@ -325,6 +413,7 @@ static int rebalance(const tm_cluster *c, const tm_profile *p,
 		free(prev);
 	}
 	rc = 0;
+	descend(c, p, job, pol, allow, &L, best);
 	/* the bound: the layer program with every instance at the best
 	 * derate and every hop at its least, valid for every placement */
 	L.pb = best->pb;

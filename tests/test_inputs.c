@@ -86,12 +86,12 @@ static const tcase cases[] = {
 	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":0,\"bwd_ms\":0},{\"layers\":2}],\"layer_fwd_ms\":1,\"layer_bwd_ms\":2}", "FILE: stages[0]: does no work (forward + backward is 0 ms); expected a positive time" },
 	/* policy */
 	{ POLICY, "{\"format\":\"thermap.policy/1\",\"name\":\"x\"}", "FILE: method: missing; expected a string" },
-	{ POLICY, Q1 "\"method\":\"simplex\"}", "FILE: method: \"simplex\" is not a method; expected \"ilp\", \"greedy\", \"identity\" or \"brute\"" },
+	{ POLICY, Q1 "\"method\":\"simplex\"}", "FILE: method: \"simplex\" is not a method; expected \"ilp\", \"greedy\", \"greedy-coolest\", \"identity\", \"alternating\" or \"brute\"" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"speed\"]}}", "FILE: objective.order: entry 0: expected \"time\", \"peak_temp\" or \"moves\"" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"time\",\"time\"]}}", "FILE: objective.order: names \"time\" twice" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"tolerance\":2}}", "FILE: objective.tolerance: 2 is out of range; expected a number from 0 to 1" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"constraints\":{\"tp_nvlink\":1}}", "FILE: constraints.tp_nvlink: expected true or false" },
-	{ POLICY, Q1 "\"method\":\"ilp\",\"constraints\":{\"rebalance_layers\":true}}", "FILE: constraints.rebalance_layers: true is not supported by this version of thermap; expected false" },
+	{ POLICY, Q1 "\"method\":\"alternating\",\"constraints\":{\"rebalance_layers\":true}}", "FILE: constraints.rebalance_layers: true with method \"alternating\", which sets the layers by its own rule; expected false" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"solver\":{\"time_limit_s\":0}}", "FILE: solver.time_limit_s: 0 is out of range; expected a number from 0.001 to 1e+06" },
 };
 

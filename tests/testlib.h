@@ -157,6 +157,8 @@ static inline tm_job *tl_job(int world, int nproc, int tp, int pp, int vpp,
 	j->microbatches = tl_int(1, 16);
 	j->nstages = pp * vpp;
 	j->world = world;
+	j->layer_fwd_ms = j->layer_bwd_ms = j->layer_mem_gib = NAN;
+	j->tokens_per_iteration = NAN;
 	j->stages = xcalloc((size_t)j->nstages, sizeof *j->stages);
 	for (int s = 0; s < j->nstages; s++) {
 		tm_stage *st = &j->stages[s];
