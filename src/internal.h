@@ -213,6 +213,12 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
                 tm_sim *out);
 void tm_sim_free(tm_sim *s);
 
+/* solve.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
+ * inside each host, each kept when keep(ud, flat) says so (it sees the
+ * changed placement), for at most passes rounds while one is kept */
+void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
+                     bool (*keep)(void *ud, const int *flat), void *ud);
+
 /* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
 int tm_solve_greedy(const tm_problem *pb, int *flat);
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,

@@ -271,63 +271,52 @@ static int *flat_of(const tm_run *run)
  * in a host, each scored by the exact layer program, go on while one
  * shortens the iteration. */
 #define DESCEND_MAX_RANKS 64
+
+typedef struct desc_state {
+	lprob *L;
+	double bt;     /* the best time so far */
+	int *n, *bn;   /* layers tried, layers of the best */
+	bool any;      /* an exchange was kept */
+} desc_state;
+
+static bool keep_shorter(void *ud, const int *flat)
+{
+	desc_state *D = ud;
+	double t;
+	D->L->flat = flat;
+	if (solve_layers(D->L, D->n, &t) != 0 ||
+	    (t += tm_allreduce_ms(D->L->pb, flat)) >= D->bt - 1e-9 * (1 + D->bt))
+		return false;
+	D->bt = t;
+	memcpy(D->bn, D->n, sizeof(int) * (size_t)D->L->pb->job->nstages);
+	D->any = true;
+	return true;
+}
+
 static void descend(const tm_cluster *c, const tm_profile *p,
                     const tm_job *job, const tm_policy *pol, bool allow,
                     lprob *L, tm_run *best)
 {
 	const tm_problem *pb = best->pb;
-	int N = pb->nranks, C = job->nstages, *flat, *owner, *n, *bn;
-	double bt, t;
-	bool improved = true, any = false;
+	int N = pb->nranks, C = job->nstages, *flat;
+	desc_state D;
 	tm_run nr;
 	tm_error e = { 0, "" };
 
 	if (N > DESCEND_MAX_RANKS)
 		return;
 	flat = flat_of(best);
-	owner = xmalloc(sizeof(int) * (size_t)pb->ngpu);
-	n = xmalloc(sizeof(int) * (size_t)C);
-	bn = xmalloc(sizeof(int) * (size_t)C);
 	L->pb = pb;
-	L->flat = flat;
-	bt = best->sol.ev.iteration_ms;
-	for (int pass = 0; improved && pass < 20; pass++) {
-		improved = false;
-		for (int g = 0; g < pb->ngpu; g++)
-			owner[g] = -1;
-		for (int r = 0; r < N; r++)
-			owner[flat[r]] = r;
-		for (int r = 0; r < N; r++) {
-			int h = pb->gpu_host[flat[r]], first = pb->host_first[h];
-			for (int g = first; g < first + pb->c->nodes[h].ngpus; g++) {
-				int o = owner[g], old = flat[r];
-				if (g == old || (o >= 0 && o < r))
-					continue;
-				flat[r] = g;
-				if (o >= 0)
-					flat[o] = old;
-				if (solve_layers(L, n, &t) == 0 &&
-				    (t += tm_allreduce_ms(pb, flat)) <
-				    bt - 1e-9 * (1 + bt)) {
-					bt = t;
-					memcpy(bn, n, sizeof(int) * (size_t)C);
-					owner[g] = r;
-					owner[old] = o;
-					improved = any = true;
-					continue;
-				}
-				flat[r] = old;
-				if (o >= 0)
-					flat[o] = g;
-			}
-		}
-	}
-	if (any) {
+	D = (desc_state){ L, best->sol.ev.iteration_ms,
+	                  xmalloc(sizeof(int) * (size_t)C),
+	                  xmalloc(sizeof(int) * (size_t)C), false };
+	tm_swap_descent(pb, flat, 20, keep_shorter, &D);
+	if (D.any) {
 		/* the exchanges kept the program's memory rows but not the
 		 * policy's other constraints: those decide here */
 		char why[256];
 		memset(&nr, 0, sizeof nr);
-		nr.job = tm_job_relayer(job, bn);
+		nr.job = tm_job_relayer(job, D.bn);
 		if (tm_problem_new(c, p, nr.job, pol, allow, &nr.pb, &e) == 0 &&
 		    tm_constraints_ok(nr.pb, flat, tm_eval_flat(nr.pb, flat, 0,
 		                      &nr.sol.ev), why, sizeof why) &&
@@ -348,9 +337,8 @@ static void descend(const tm_cluster *c, const tm_profile *p,
 		}
 	}
 	free(flat);
-	free(owner);
-	free(n);
-	free(bn);
+	free(D.n);
+	free(D.bn);
 }
 
 static int rebalance(const tm_cluster *c, const tm_profile *p,

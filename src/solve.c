@@ -161,17 +161,13 @@ static bool greedy_node(const tm_problem *pb, int n, int h, int *flat)
 	return ok;
 }
 
-/* Pairwise swaps (and moves to idle GPUs) inside each host while they
- * improve the lexicographic objective. */
-static void local_search(const tm_problem *pb, int *flat)
+void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
+                     bool (*keep)(void *ud, const int *flat), void *ud)
 {
 	int *owner = xmalloc(sizeof(int) * (size_t)pb->ngpu);
-	tm_eval cur, ev;
-	char why[256];
 	bool improved = true;
 
-	tm_eval_flat(pb, flat, 0, &cur);
-	for (int pass = 0; improved && pass < 50; pass++) {
+	for (int pass = 0; improved && pass < passes; pass++) {
 		improved = false;
 		for (int g = 0; g < pb->ngpu; g++)
 			owner[g] = -1;
@@ -186,11 +182,7 @@ static void local_search(const tm_problem *pb, int *flat)
 				flat[r] = g;
 				if (o >= 0)
 					flat[o] = old;
-				tm_eval_flat(pb, flat, 0, &ev);
-				if (tm_eval_better(pb, &ev, &cur) &&
-				    tm_constraints_ok(pb, flat, ev.iteration_ms, why,
-				                      sizeof why)) {
-					cur = ev;
+				if (keep(ud, flat)) {
 					owner[g] = r;
 					owner[old] = o;
 					improved = true;
@@ -203,6 +195,36 @@ static void local_search(const tm_problem *pb, int *flat)
 		}
 	}
 	free(owner);
+}
+
+/* local_search keeps a change better by the lexicographic objective and
+ * feasible */
+typedef struct lex_state {
+	const tm_problem *pb;
+	tm_eval cur;
+} lex_state;
+
+static bool keep_lex(void *ud, const int *flat)
+{
+	lex_state *L = ud;
+	tm_eval ev;
+	char why[256];
+	tm_eval_flat(L->pb, flat, 0, &ev);
+	if (!tm_eval_better(L->pb, &ev, &L->cur) ||
+	    !tm_constraints_ok(L->pb, flat, ev.iteration_ms, why, sizeof why))
+		return false;
+	L->cur = ev;
+	return true;
+}
+
+/* Pairwise swaps (and moves to idle GPUs) inside each host while they
+ * improve the lexicographic objective. */
+static void local_search(const tm_problem *pb, int *flat)
+{
+	lex_state L;
+	L.pb = pb;
+	tm_eval_flat(pb, flat, 0, &L.cur);
+	tm_swap_descent(pb, flat, 50, keep_lex, &L);
 }
 
 /* The rule of thumb without a model: on the hosts torchrun would use, the
