@@ -191,13 +191,105 @@ static int check_links(const chk *K, json_t *cons)
 	return 0;
 }
 
-/* Memory per rank, and max_moves against torchrun's default placement
- * (node rank n on the n-th host with enough GPUs, local rank i on the GPU
- * with the i-th smallest index). */
-static int check_fit(const chk *K, json_t *cons)
+/* A plan written by replan: replan.from names each rank's previous GPU
+ * ("host:index"); replan.moves must list exactly the ranks off it, to
+ * where the env files put them. *moves: how many. */
+static int check_replan(const chk *K, json_t *rp, int *moves)
 {
 	const tm_job *j = K->j;
-	int nproc = j->nproc_per_node, moves = 0, n = 0;
+	json_t *from = json_object_get(rp, "from");
+	json_t *mv = json_object_get(rp, "moves");
+	char buf[300];
+	int listed = 0;
+
+	*moves = 0;
+	if (!json_is_array(from) || (int)json_array_size(from) != j->world ||
+	    !json_is_array(mv))
+		return tm_fail(K->err, TM_EINPUT, "%s: replan: expected from (one "
+		               "\"host:index\" per rank) and moves", K->pj);
+	for (int r = 0; r < j->world; r++) {
+		const char *f = json_string_value(json_array_get(from, (size_t)r));
+		const tm_node *n = &K->c->nodes[K->host[r]];
+		if (!f)
+			return tm_fail(K->err, TM_EINPUT, "%s: replan.from[%d]: "
+			               "expected \"host:index\"", K->pj, r);
+		snprintf(buf, sizeof buf, "%s:%d", n->host, n->gpus[K->gpu[r]].index);
+		if (strcmp(f, buf)) {
+			json_t *e = NULL;
+			size_t i;
+			json_array_foreach(mv, i, e)
+				if (json_integer_value(json_object_get(e, "rank")) == r)
+					break;
+			if (i == json_array_size(mv))
+				return tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank "
+				               "%d moves from %s to %s but is not listed",
+				               K->pj, r, f, buf);
+			if (!json_is_string(json_object_get(e, "to")) ||
+			    strcmp(json_string_value(json_object_get(e, "to")), buf))
+				return tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank "
+				               "%d goes to %s, not where the list says",
+				               K->pj, r, buf);
+			(*moves)++;
+		}
+	}
+	listed = (int)json_array_size(mv);
+	if (listed != *moves)
+		return tm_fail(K->err, TM_EINPUT, "%s: replan.moves lists %d "
+		               "ranks; %d are off replan.from", K->pj, listed, *moves);
+	return 0;
+}
+
+/* With --previous: the plan replaces that one, and replan.from is its
+ * placement. */
+static int check_previous(const chk *K, json_t *rp, const char *prev_dir)
+{
+	char pj[4200];
+	json_t *root = NULL, *ranks, *from = json_object_get(rp, "from");
+	const char *id, *want = json_string_value(json_object_get(rp,
+	                                                          "previous"));
+	int rc;
+
+	if (!rp)
+		return tm_fail(K->err, TM_EINPUT, "%s: not a replan (no replan "
+		               "section), so it replaces no previous plan", K->pj);
+	snprintf(pj, sizeof pj, "%s/plan.json", prev_dir);
+	if ((rc = jin_load(pj, "thermap.plan", &root, NULL, K->err)))
+		return rc;
+	id = json_string_value(json_object_get(root, "id"));
+	ranks = json_object_get(root, "ranks");
+	if (!id || !want || strcmp(id, want))
+		rc = tm_fail(K->err, TM_EINPUT, "%s: replan.previous is %s; %s is "
+		             "plan %s", K->pj, want ? want : "missing", pj,
+		             id ? id : "(no id)");
+	else if (!json_is_array(ranks) ||
+	         json_array_size(ranks) != json_array_size(from))
+		rc = tm_fail(K->err, TM_EINPUT, "%s: ranks: expected %d entries",
+		             pj, (int)json_array_size(from));
+	for (size_t r = 0; !rc && r < json_array_size(from); r++) {
+		json_t *o = json_array_get(ranks, r);
+		const char *h = json_string_value(json_object_get(o, "host"));
+		json_t *gi = json_object_get(o, "gpu_index");
+		char buf[300];
+		snprintf(buf, sizeof buf, "%s:%lld", h ? h : "?",
+		         (long long)json_integer_value(gi));
+		if (!h || !json_is_integer(gi) ||
+		    strcmp(buf, json_string_value(json_array_get(from, r))))
+			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.from[%d] is %s; "
+			             "%s puts rank %d on %s", K->pj, (int)r,
+			             json_string_value(json_array_get(from, r)), pj,
+			             (int)r, buf);
+	}
+	json_decref(root);
+	return rc;
+}
+
+/* Memory per rank, and max_moves against torchrun's default placement
+ * (node rank n on the n-th host with enough GPUs, local rank i on the GPU
+ * with the i-th smallest index), or for a replan against replan.from. */
+static int check_fit(const chk *K, json_t *cons, json_t *rp)
+{
+	const tm_job *j = K->j;
+	int nproc = j->nproc_per_node, moves = 0, n = 0, rc;
 	json_t *mm = json_object_get(cons, "max_moves");
 	for (int r = 0; r < j->world; r++) {
 		const tm_gpu *g = &K->c->nodes[K->host[r]].gpus[K->gpu[r]];
@@ -209,6 +301,15 @@ static int check_fit(const chk *K, json_t *cons)
 			               "%s GPU %d has %.1f GiB", K->dir, r, need,
 			               K->c->nodes[K->host[r]].host, g->index,
 			               g->memory_gib);
+	}
+	if (rp) {
+		if ((rc = check_replan(K, rp, &moves)))
+			return rc;
+		if (json_is_integer(mm) && moves > json_integer_value(mm))
+			return tm_fail(K->err, TM_EINPUT, "%s: max_moves %lld: %d "
+			               "ranks are off the previous plan", K->dir,
+			               (long long)json_integer_value(mm), moves);
+		return 0;
 	}
 	if (!json_is_integer(mm))
 		return 0;
@@ -483,8 +584,8 @@ static int plan_layers(const char *pj, const tm_job *j, json_t *o,
 }
 
 int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
-                  const char *dir, char *summary, size_t summary_len,
-                  tm_error *err)
+                  const char *dir, const char *prev_dir, char *summary,
+                  size_t summary_len, tm_error *err)
 {
 	chk K;
 	tm_job *jr = NULL;
@@ -554,7 +655,10 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	odometer(j, K.coord);
 	if ((rc = check_envs(&K, E, ne, id)) ||
 	    (rc = check_ranks(&K, json_object_get(root, "ranks"))) ||
-	    (rc = check_links(&K, cons)) || (rc = check_fit(&K, cons)))
+	    (rc = check_links(&K, cons)) ||
+	    (rc = check_fit(&K, cons, json_object_get(root, "replan"))) ||
+	    (prev_dir && (rc = check_previous(&K, json_object_get(root,
+	                                      "replan"), prev_dir))))
 		goto out;
 	if (p) {
 		/* re-predict with the profile, and hold the temperature cap */
@@ -599,12 +703,14 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	}
 	snprintf(summary, summary_len, "%s: ok: plan %s, %d ranks on %d "
 	         "node(s); every rank's GPU in the env files matches plan.json%s%s"
-	         "%s", dir, id, j->world, j->world / j->nproc_per_node,
+	         "%s%s%s", dir, id, j->world, j->world / j->nproc_per_node,
 	         json_is_true(json_object_get(cons, "tp_nvlink")) ?
 	         "; tp_nvlink holds" : "",
 	         json_is_true(json_object_get(cons, "pp_nvlink")) ?
 	         "; pp_nvlink holds" : "",
-	         p ? "; predictions reproduced" : "");
+	         p ? "; predictions reproduced" : "",
+	         json_object_get(root, "replan") ? "; replan moves match" : "",
+	         prev_dir ? " the previous plan" : "");
 out:
 	for (int i = 0; i < ne; i++) {
 		free(names[i]);

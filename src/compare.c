@@ -428,34 +428,6 @@ static double recording_span(const char *summary)
 	return span;
 }
 
-/* A window of a long run is often all load: its GPUs' idle level (idle
- * temperature and power) is taken from the whole recording where the
- * window has none, matching entries by host and index. Returns new text. */
-static char *fill_idle(const char *win, const json_t *full)
-{
-	static const char *const keys[] = { "temp_idle_c", "power_idle_w" };
-	json_t *root = json_loads(win, 0, NULL), *g, *f;
-	size_t i, k;
-	char *out;
-	if (!root)
-		return xstrdup(win);
-	json_array_foreach(json_object_get(root, "gpus"), i, g)
-		json_array_foreach(json_object_get(full, "gpus"), k, f) {
-			if (!json_equal(json_object_get(g, "host"),
-			                json_object_get(f, "host")) ||
-			    !json_equal(json_object_get(g, "index"),
-			                json_object_get(f, "index")))
-				continue;
-			for (int q = 0; q < 2; q++)
-				if (json_is_null(json_object_get(g, keys[q])))
-					json_object_set(g, keys[q],
-					                json_object_get(f, keys[q]));
-		}
-	out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	return out ? out : xstrdup(win);
-}
-
 /* Plans pol on profile a, then plays that placement on profile b. */
 static void replay_one(const tm_cluster *c, const tm_profile *a,
                        const tm_profile *b, const tm_job *j,
@@ -506,7 +478,7 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 	tm_tele_opts o = { NAN, NAN, false, false };
 	char *text = NULL, *summ = NULL, **why;
 	tm_profile **prof;
-	json_t *full;
+	char *full;
 	step_res *res = NULL;
 	double span;
 	int nw, rc, nsteps;
@@ -517,13 +489,12 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 	if ((rc = tm_profile_from_telemetry(in, nin, &o, &text, &summ, err)))
 		return rc;
 	span = recording_span(summ);
-	full = json_loads(text, 0, NULL);
-	free(text);
+	full = text;
 	free(summ);
 	text = summ = NULL;
 	nw = (int)fmin(floor(span / window), 100000);
 	if (nw < 2) {
-		json_decref(full);
+		free(full);
 		return tm_fail(err, TM_EINPUT, "%s: the recording spans %.1f s; "
 		               "replay needs two windows of %g s at least",
 		               in[0].file, span, window);
@@ -538,8 +509,11 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 		snprintf(name, sizeof name, "window %d (%g–%g s)", k, k * window,
 		         (k + 1) * window);
 		char *filled = NULL;
+		int nf;
+		/* a window of a long run is often all load: its GPUs' idle
+		 * level comes from the whole recording */
 		if (!tm_profile_from_telemetry(in, nin, &wo, &text, &summ, &e))
-			filled = fill_idle(text, full);
+			filled = tm_profile_fill(text, full, true, &nf);
 		if (!filled || tm_profile_loadb(name, filled, strlen(filled),
 		                                &prof[k], &e)) {
 			why[k] = xstrdup(e.msg);
@@ -558,7 +532,7 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 		free(summ);
 		text = summ = NULL;
 	}
-	json_decref(full);
+	free(full);
 	nsteps = nw - 1;
 	res = xcalloc((size_t)nsteps * (size_t)(npol + 1), sizeof *res);
 	for (int k = 0; k < nsteps; k++) {

@@ -148,7 +148,14 @@ struct tm_problem {
 	double *mem_need;     /* pipeline rank → GiB a rank needs, NAN = unknown */
 	int *usable;          /* hosts with at least nproc GPUs, in file order */
 	int nusable;          /* number of them */
-	int *ref_gpu;         /* rank → flat GPU of the reference placement */
+	int *ref_gpu;         /* rank → flat GPU of the reference placement:
+	                         torchrun's, or a previous plan's (replan),
+	                         -1 where that GPU is gone */
+	bool ref_custom;      /* ref_gpu is a previous plan's */
+	int ref_lost;         /* ranks whose reference GPU is gone */
+	double move_cost_ms;  /* replan: the time criterion adds this per move */
+	int *hint;            /* replan: a placement the solver must weigh
+	                         (the previous one, or its repair), or NULL */
 	int ncrit;            /* criteria: the policy's, then moves */
 	int crit[3];          /* enum tm_crit, lexicographic */
 	bool uniform_derate;  /* every GPU has the same derate */
@@ -163,8 +170,37 @@ double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
 void tm_identity(const tm_problem *pb, int *flat);
+/* Makes ref (rank → flat GPU, -1 where gone) the reference of the moves
+ * criterion, prices each move at move_cost_ms in the time criterion, and
+ * asks the solvers to weigh hint (may be NULL) as a candidate. */
+void tm_problem_set_reference(tm_problem *pb, const int *ref,
+                              double move_cost_ms, const int *hint);
 void tm_problem_note(tm_problem *pb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* profile.c: a profile's text (of a window of telemetry) with what the
+ * window could not measure taken from an earlier profile of the same GPUs
+ * (base_text): the idle level always, and for a GPU never at full load
+ * in the window its load level, headroom, clocks, derate and fit too
+ * (not with idle_only). The fields taken are listed per GPU in
+ * "from_baseline" (not with idle_only). Returns new text, to be freed;
+ * *nfilled: how many fields were taken. */
+char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
+                      int *nfilled);
+
+/* plan.c: tm_plan_write with more of plan.json: extra (may be NULL)
+ * writes members of the top-level object after "predicted"; id (may be
+ * NULL) gets the plan id. */
+typedef void (*tm_plan_extra)(jw *w, void *ud);
+int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
+                     tm_plan_extra extra, void *ud, const char *dir,
+                     char id[17], tm_error *err);
+/* The plan id of a placement (16 hex digits). */
+void tm_plan_id(const tm_problem *pb, const int *flat, char id[17]);
+/* The "why" of pipeline rank s in placement flat, at iteration time t;
+ * base: the placement to compare temperatures with (torchrun's). */
+void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
+                  double t, int s, strbuf *b);
 
 /* model.c: the prediction model of docs/model.md */
 double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
@@ -212,6 +248,10 @@ typedef struct tm_sim {
 int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
                 tm_sim *out);
 void tm_sim_free(tm_sim *s);
+
+/* solve.c: places node n on host h, whose GPUs are all free: tensor-
+ * parallel groups (or ranks) in decreasing work on the best free GPUs */
+bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat);
 
 /* solve.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
  * inside each host, each kept when keep(ud, flat) says so (it sees the

@@ -124,13 +124,14 @@ double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
 	}
 	if (!(t_ref > 0))
 		ev->peak_ref_c = ev->peak_temp_c;
+	ev->cost_ms = t + pb->move_cost_ms * ev->moves;
 	return t;
 }
 
 double tm_crit_value(const tm_eval *ev, int crit)
 {
 	switch (crit) {
-	case TM_CRIT_TIME: return ev->iteration_ms;
+	case TM_CRIT_TIME: return ev->cost_ms;
 	case TM_CRIT_PEAK: return ev->peak_ref_c;
 	default: return ev->moves;
 	}

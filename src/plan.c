@@ -53,7 +53,7 @@ static void visible_devices(const tm_problem *pb, const int *flat, int n,
 	}
 }
 
-static void plan_id(const tm_problem *pb, const int *flat, char id[17])
+void tm_plan_id(const tm_problem *pb, const int *flat, char id[17])
 {
 	tm_sha256 c;
 	unsigned char d[32];
@@ -80,8 +80,8 @@ static int cmp_dbl_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void why_stage(const tm_problem *pb, const int *flat, const int *base,
-                      double t, int s, strbuf *b)
+void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
+                  double t, int s, strbuf *b)
 {
 	int npp = pb->npp, heavier = 0, lighter = 0, cnt = 0, used = 0;
 	double hsum_sel[64], *hall, min_sel = INFINITY, max_sel = -INFINITY;
@@ -148,7 +148,7 @@ static void why_stage(const tm_problem *pb, const int *flat, const int *base,
 
 static void write_json(const tm_problem *pb, const tm_solution *sol,
                        const int *flat, const int *base, const char *id,
-                       strbuf *out)
+                       tm_plan_extra extra, void *ud, strbuf *out)
 {
 	const tm_job *j = pb->job;
 	const tm_policy *pol = pb->pol;
@@ -199,6 +199,8 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 	jw_num(&w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
 	jw_end_obj(&w);
 	jw_end_obj(&w);
+	if (extra)
+		extra(&w, ud);
 	jw_obj(&w, "constraints", true);
 	jw_bool(&w, "tp_nvlink", pol->tp_nvlink);
 	jw_bool(&w, "pp_nvlink", pol->pp_nvlink);
@@ -296,7 +298,7 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 		jw_num(&w, "predicted_temp_c", temp, 2);
 		tmp.len = 0;
 		tmp.s[0] = '\0';
-		why_stage(pb, flat, base, t, s, &tmp);
+		tm_why_stage(pb, flat, base, t, s, &tmp);
 		jw_str(&w, "why", tmp.s);
 		jw_end_obj(&w);
 	}
@@ -465,6 +467,13 @@ static int publish(const char *tmp, const char *dir, tm_error *err)
 int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
                   const char *dir, tm_error *err)
 {
+	return tm_plan_write_ex(pb, sol, NULL, NULL, dir, NULL, err);
+}
+
+int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
+                     tm_plan_extra extra, void *ud, const char *dir,
+                     char id_out[17], tm_error *err)
+{
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	char id[17], tmp[4096], path[4400];
@@ -482,7 +491,7 @@ int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
 	}
 	tm_placement_to_flat(pb, sol->pl, flat);
 	tm_identity(pb, base);
-	plan_id(pb, flat, id);
+	tm_plan_id(pb, flat, id);
 	if ((rc = replaceable(dir, err)))
 		goto out;
 	snprintf(tmp, sizeof tmp, "%.*s.tmp-XXXXXX", (int)dl, dir);
@@ -493,7 +502,7 @@ int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
 	}
 	chmod(tmp, 0755);
 	sb_init(&b);
-	write_json(pb, sol, flat, base, id, &b);
+	write_json(pb, sol, flat, base, id, extra, ud, &b);
 	snprintf(path, sizeof path, "%s/plan.json", tmp);
 	rc = write_file(path, &b, err);
 	snprintf(path, sizeof path, "%s/env", tmp);
@@ -520,6 +529,8 @@ int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
 		snprintf(final, sizeof final, "%.*s", (int)dl, dir);
 		rc = publish(tmp, final, err);
 	}
+	if (!rc && id_out)
+		memcpy(id_out, id, 17);
 	if (rc)
 		remove_tree(tmp, 0);
 out:
@@ -610,7 +621,7 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	        e->moves, pb->nranks);
 	for (int s = 0; s < pb->npp; s++) {
 		sb_addf(&b, "stage %d: ", s);
-		why_stage(pb, flat, base, e->iteration_ms, s, &b);
+		tm_why_stage(pb, flat, base, e->iteration_ms, s, &b);
 		sb_add(&b, "\n");
 	}
 	if (pb->job->relayered) {

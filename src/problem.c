@@ -51,6 +51,7 @@ void tm_problem_free(tm_problem *pb)
 	free(pb->mem_need);
 	free(pb->usable);
 	free(pb->ref_gpu);
+	free(pb->hint);
 	for (int i = 0; i < pb->nnotes; i++)
 		free(pb->notes[i]);
 	free(pb->notes);
@@ -501,4 +502,22 @@ int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 fail:
 	tm_problem_free(pb);
 	return rc;
+}
+
+void tm_problem_set_reference(tm_problem *pb, const int *ref,
+                              double move_cost_ms, const int *hint)
+{
+	size_t n = sizeof(int) * (size_t)pb->nranks;
+	memcpy(pb->ref_gpu, ref, n);
+	pb->ref_custom = true;
+	pb->ref_lost = 0;
+	for (int r = 0; r < pb->nranks; r++)
+		pb->ref_lost += ref[r] < 0;
+	pb->move_cost_ms = move_cost_ms;
+	free(pb->hint);
+	pb->hint = NULL;
+	if (hint) {
+		pb->hint = xmalloc(n);
+		memcpy(pb->hint, hint, n);
+	}
 }

@@ -45,12 +45,13 @@ static const struct field {
 static int load_entry(const jin *J, json_t *o, const char *path,
                       tm_gpu_profile *g)
 {
-	static const char *known[NFIELDS + 5];
+	static const char *known[NFIELDS + 6];
 	char *pci = NULL;
 	int rc;
 
 	if (!known[0]) {
 		size_t k = 0;
+		known[k++] = "from_baseline";  /* provenance, see tm_profile_fill */
 		known[k++] = "host";
 		known[k++] = "uuid";
 		known[k++] = "pci_bus_id";
@@ -164,4 +165,105 @@ int tm_profile_loadb(const char *name, const char *text, size_t len,
                      tm_profile **out, tm_error *err)
 {
 	return profile_load(name, text, len, out, err);
+}
+
+/* ---- filling a window from an earlier profile --------------------------- */
+
+static bool same_str(json_t *a, json_t *b)
+{
+	return json_is_string(a) && json_is_string(b) &&
+	       !strcmp(json_string_value(a), json_string_value(b));
+}
+
+/* Whether two profile entries are one GPU: same host, then the UUID when
+ * both know it, else the PCI bus id, else the index. */
+static bool same_gpu(json_t *a, json_t *b)
+{
+	json_t *ha = json_object_get(a, "host"), *hb = json_object_get(b, "host");
+	if (!json_equal(ha ? ha : json_null(), hb ? hb : json_null()))
+		return false;
+	if (json_is_string(json_object_get(a, "uuid")) &&
+	    json_is_string(json_object_get(b, "uuid")))
+		return same_str(json_object_get(a, "uuid"),
+		                json_object_get(b, "uuid"));
+	if (json_is_string(json_object_get(a, "pci_bus_id")) &&
+	    json_is_string(json_object_get(b, "pci_bus_id"))) {
+		/* 0000:00:06.0 and 00000000:00:06.0 are one bus id */
+		char *x = tm_normalise_pci(json_string_value(
+		                           json_object_get(a, "pci_bus_id")));
+		char *y = tm_normalise_pci(json_string_value(
+		                           json_object_get(b, "pci_bus_id")));
+		bool same = x && y && !strcmp(x, y);
+		free(x);
+		free(y);
+		return same;
+	}
+	return json_is_integer(json_object_get(a, "index")) &&
+	       json_equal(json_object_get(a, "index"), json_object_get(b, "index"));
+}
+
+char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
+                      int *nfilled)
+{
+	static const char *const idle[] = { "temp_idle_c", "power_idle_w",
+		"power_limit_w", "sm_clock_max_mhz", NULL };
+	static const char *const load[] = { "temp_load_c", "power_load_w",
+		"headroom_c", "sm_clock_load_mhz", "derate", "ambient_c",
+		"r_c_per_w", NULL };
+	json_t *root = json_loads(text, 0, NULL), *base, *g, *f;
+	size_t i, k;
+	char *out;
+
+	*nfilled = 0;
+	base = json_loads(base_text, 0, NULL);
+	if (!root || !base) {
+		json_decref(root);
+		json_decref(base);
+		return xstrdup(text);
+	}
+	json_array_foreach(json_object_get(root, "gpus"), i, g)
+		json_array_foreach(json_object_get(base, "gpus"), k, f) {
+			json_t *took;
+			/* the load level only for a GPU that never reached full
+			 * load here: its own load level beats an older one, and
+			 * the older fit must not override it */
+			bool no_load = json_is_null(json_object_get(g,
+			                                            "temp_load_c"));
+			if (!json_is_object(g) || !json_is_object(f) ||
+			    !same_gpu(g, f))
+				continue;
+			took = json_array();
+			for (int q = 0; idle[q]; q++)
+				if (json_is_null(json_object_get(g, idle[q])) &&
+				    json_is_number(json_object_get(f, idle[q]))) {
+					json_object_set(g, idle[q],
+					                json_object_get(f, idle[q]));
+					json_array_append_new(took, json_string(idle[q]));
+				}
+			for (int q = 0; !idle_only && no_load && load[q]; q++)
+				if (json_is_null(json_object_get(g, load[q])) &&
+				    json_is_number(json_object_get(f, load[q]))) {
+					json_object_set(g, load[q],
+					                json_object_get(f, load[q]));
+					json_array_append_new(took, json_string(load[q]));
+				}
+			*nfilled += (int)json_array_size(took);
+			if (json_array_size(took) && !idle_only)
+				json_object_set(g, "from_baseline", took);
+			json_decref(took);
+			break;
+		}
+	out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	json_decref(root);
+	json_decref(base);
+	if (!out)
+		return xstrdup(text);
+	{
+		/* the profile writer ends its files with a newline */
+		char *nl = xmalloc(strlen(out) + 2);
+		sprintf(nl, "%s\n", out);
+		free(out);
+		out = nl;
+	}
+	return out;
 }

@@ -92,7 +92,7 @@ static int cmp_gpu(const void *a, const void *b)
 
 /* Places node n on host h: tensor-parallel groups (or single ranks) in
  * decreasing work, each on the best free GPUs that satisfy tp_nvlink. */
-static bool greedy_node(const tm_problem *pb, int n, int h, int *flat)
+bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat)
 {
 	const tm_node *node = &pb->c->nodes[h];
 	int first = pb->host_first[h], ng = node->ngpus;
@@ -510,7 +510,7 @@ static bool place_nodes(const tm_problem *pb, const int *nodes,
 {
 	bool ok = true;
 	for (int i = 0; i < pb->nnodes && ok; i++)
-		ok = greedy_node(pb, nodes[i], hosts[i], flat);
+		ok = tm_greedy_node(pb, nodes[i], hosts[i], flat);
 	return ok;
 }
 
@@ -599,7 +599,8 @@ typedef struct brute {
 	const tm_problem *pb;
 	int ncrit;            /* criteria bounded so far */
 	double bound[4];      /* their bounds */
-	int crit;             /* criterion minimised in this pass */
+	int crit;             /* criterion minimised in this pass; -1: the
+	                         bare iteration time (pass 0) */
 	double t_ref;         /* reference time; 0 in the first pass */
 	double best;          /* best value found */
 	int *best_flat;       /* its placement */
@@ -621,7 +622,8 @@ static void brute_leaf(brute *B)
 	for (int k = 0; k < B->ncrit; k++)
 		if (tm_crit_value(&ev, pb->crit[k]) > B->bound[k])
 			return;
-	v = tm_crit_value(&ev, B->crit);
+	/* pass 0 wants the bare iteration time, without move costs */
+	v = B->crit < 0 ? ev.iteration_ms : tm_crit_value(&ev, B->crit);
 	if (!(v < B->best))
 		return;
 	if (!tm_constraints_ok(pb, B->flat, B->t_ref, why, sizeof why))
@@ -695,7 +697,7 @@ int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
 	B.used = xcalloc((size_t)pb->ngpu, 1);
 	B.hused = xcalloc((size_t)pb->nhost, 1);
 	/* pass 0: the reference time, without the temperature cap */
-	B.crit = TM_CRIT_TIME;
+	B.crit = -1;
 	B.best = INFINITY;
 	brute_rank(&B, 0);
 	if (!isfinite(B.best)) {
@@ -732,6 +734,30 @@ static bool getenv_flag(const char *name)
 	return v && *v && strcmp(v, "0");
 }
 
+/* A lower bound on the time criterion: on the iteration time, plus the
+ * price of the moves that no placement avoids (ranks whose reference GPU
+ * is gone). */
+static double time_crit_lower_bound(const tm_problem *pb)
+{
+	return tm_time_lower_bound(pb) + pb->move_cost_ms * pb->ref_lost;
+}
+
+/* replan's hint, when it satisfies the policy and beats flat by the
+ * lexicographic objective, replaces flat. */
+static void weigh_hint(const tm_problem *pb, int *flat)
+{
+	tm_eval a, b;
+	char why[256];
+	if (!pb->hint)
+		return;
+	tm_eval_flat(pb, pb->hint, 0, &a);
+	tm_eval_flat(pb, flat, 0, &b);
+	if (tm_constraints_ok(pb, pb->hint, a.iteration_ms, why, sizeof why) &&
+	    (!tm_constraints_ok(pb, flat, b.iteration_ms, why, sizeof why) ||
+	     tm_eval_better(pb, &a, &b) > 0))
+		memcpy(flat, pb->hint, sizeof(int) * (size_t)pb->nranks);
+}
+
 /* The ilp method on a cluster too large for the direct program: the
  * greedy placement (with replica balancing), its gap proven against the
  * lower bounds of bound.c. Temperatures are those at the placement's own
@@ -740,7 +766,7 @@ static void bounded_heuristic(const tm_problem *pb, const int *flat,
                               tm_solution *sol)
 {
 	tm_eval ev;
-	double lb = tm_time_lower_bound(pb);
+	double lb = time_crit_lower_bound(pb);
 	tm_eval_flat(pb, flat, 0, &ev);
 	snprintf(sol->status, sizeof sol->status, "feasible");
 	snprintf(sol->formulation, sizeof sol->formulation, "greedy+bound");
@@ -794,9 +820,12 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		    !tm_constraints_ok(pb, flat, tm_eval_flat(pb, flat, 0,
 		                       &sol->ev), why, sizeof why)) {
 			tm_identity(pb, flat);
+			weigh_hint(pb, flat);
 			if (!tm_constraints_ok(pb, flat, sol->baseline.iteration_ms,
 			                       why, sizeof why))
 				rc = tm_explain_infeasible(pb, err);
+		} else {
+			weigh_hint(pb, flat);
 		}
 		break;
 	case TM_METHOD_BRUTE:
@@ -806,12 +835,12 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	default:
 		warm = xmalloc(sizeof(int) * (size_t)pb->nranks);
 		if (tm_solve_greedy(pb, warm) ||
-		    !tm_constraints_ok(pb, warm, 0, why, sizeof why)) {
+		    !tm_constraints_ok(pb, warm, 0, why, sizeof why))
 			tm_identity(pb, warm);
-			if (!tm_constraints_ok(pb, warm, 0, why, sizeof why)) {
-				free(warm);
-				warm = NULL;
-			}
+		weigh_hint(pb, warm);
+		if (!tm_constraints_ok(pb, warm, 0, why, sizeof why)) {
+			free(warm);
+			warm = NULL;
 		}
 		/* THERMAP_DIRECT_ONLY=1 skips the decomposition, to measure
 		 * the direct program (make bench, tests/scale) */
@@ -832,7 +861,8 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		if (rc == 0 && pb->crit[0] == TM_CRIT_TIME &&
 		    strcmp(sol->status, "optimal")) {
 			/* stopped early: the cheap bound may prove more */
-			sol->bound = fmin(fmax(sol->bound, tm_time_lower_bound(pb)),
+			sol->bound = fmin(fmax(sol->bound,
+			                       time_crit_lower_bound(pb)),
 			                  sol->objective);
 			sol->gap = sol->objective > 0 ? (sol->objective -
 			           sol->bound) / sol->objective : 0;

@@ -203,7 +203,7 @@ static double bottleneck(int n, int m, const double *c)
 /* Every hop and every link inside a host costs the same wherever it runs,
  * NVLink joins every pair of a host's GPUs when tensor-parallel groups
  * need it, every rank fits every GPU, no cap or move limit, time first and
- * temperature (if asked) before moves. */
+ * temperature (if asked) before moves, torchrun's placement the reference. */
 bool tm_host_decomposable(const tm_problem *pb)
 {
 	const tm_policy *pol = pb->pol;
@@ -216,8 +216,11 @@ bool tm_host_decomposable(const tm_problem *pb)
 			kp = k;
 		else if (pb->crit[k] == TM_CRIT_MOVES)
 			km = k;
-	if (pb->crit[0] != TM_CRIT_TIME || (kp >= 0 && kp > km) ||
-	    pol->pp_nvlink || !isnan(pol->max_temp_c) || pol->max_moves >= 0 ||
+	/* replan's reference (a previous plan, maybe with GPUs gone) and
+	 * move prices are the direct program's business */
+	if (pb->ref_custom || pb->crit[0] != TM_CRIT_TIME ||
+	    (kp >= 0 && kp > km) || pol->pp_nvlink ||
+	    !isnan(pol->max_temp_c) || pol->max_moves >= 0 ||
 	    !tm_instances_in_nodes(pb))
 		return false;
 	/* the time bound's assignments, per value of the bottleneck, must

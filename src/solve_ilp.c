@@ -14,7 +14,9 @@
  *   P ≥ Σr θ[r,g] x[r,g]   ∀g   with θ the temperature at the reference time
  *
  * Phase 0 minimises T to find the reference time; then each criterion of
- * the policy is minimised with the earlier ones held within tolerance. Each
+ * the policy is minimised with the earlier ones held within tolerance
+ * (replan's time criterion is T + c·(W − Σr x[r,ref(r)]), c the price of
+ * a moved rank, W the world size; moves are W − Σr x[r,ref(r)]). Each
  * phase's answer is re-evaluated by model.c, and bounds come from those
  * exact values, so the ILP and the model cannot drift apart.
  *
@@ -180,15 +182,35 @@ static void nvlink_pair(ilp *L, int ra, int rb, int hop)
 	}
 }
 
+/* The column that keeps rank r on its reference GPU; 0 when there is none
+ * (the GPU is gone, or r cannot run there). */
+static int ref_col(const ilp *L, int r)
+{
+	const tm_problem *pb = L->pb;
+	return pb->ref_gpu[r] < 0 ? 0 : L->xcol[r * pb->ngpu + pb->ref_gpu[r]];
+}
+
 /* At most `most` ranks off their reference GPU: Σ x[r,ref(r)] ≥ W − most. */
 static void moves_row(ilp *L, double most, const char *name)
 {
 	const tm_problem *pb = L->pb;
-	int G = pb->ngpu;
 	row_begin(L);
 	for (int r = 0; r < pb->nranks; r++)
-		row_add(L, L->xcol[r * G + pb->ref_gpu[r]], 1);
+		row_add(L, ref_col(L, r), 1);
 	row_end(L, GLP_LO, pb->nranks - most, 0, "%s", name);
+}
+
+/* The time criterion with move prices at most b:
+ * T + c·(W − Σ x[r,ref(r)]) ≤ b. */
+static void cost_row(ilp *L, double b)
+{
+	const tm_problem *pb = L->pb;
+	double c = pb->move_cost_ms;
+	row_begin(L);
+	row_add(L, L->tcol, 1);
+	for (int r = 0; r < pb->nranks; r++)
+		row_add(L, ref_col(L, r), -c);
+	row_end(L, GLP_UP, 0, b - c * pb->nranks, "hold_cost");
 }
 
 /* The error of a phase that returned no placement. */
@@ -527,34 +549,45 @@ static void callback(glp_tree *T, void *info)
 }
 
 
-/* One phase: minimise a criterion. Returns 0 with the placement in flat,
- * TM_EINFEASIBLE, or TM_ELIMIT; *optimal says whether it was proven. */
+/* Phase 0's criterion: the iteration time without move prices, whose
+ * optimum is the reference time of the temperature rows. */
+#define TIME_BARE (-1)
+
 /* Minimise criterion crit: T, P, or W − Σ_r x[r,ref(r)]. */
 static void objective(ilp *L, int crit)
 {
 	const tm_problem *pb = L->pb;
-	int G = pb->ngpu, ncol = glp_get_num_cols(L->P);
+	int ncol = glp_get_num_cols(L->P);
 
 	for (int c = 1; c <= ncol; c++)
 		glp_set_obj_coef(L->P, c, 0);
 	glp_set_obj_coef(L->P, 0, 0);
-	if (crit == TM_CRIT_TIME)
+	if (crit == TM_CRIT_TIME || crit == TIME_BARE) {
+		/* replan prices moves in the time criterion: c·(W − Σ x_ref) */
+		double c = crit == TIME_BARE ? 0 : pb->move_cost_ms;
 		glp_set_obj_coef(L->P, L->tcol, 1);
-	else if (crit == TM_CRIT_PEAK)
+		glp_set_obj_coef(L->P, 0, c * pb->nranks);
+		for (int r = 0; c > 0 && r < pb->nranks; r++)
+			if (ref_col(L, r))
+				glp_set_obj_coef(L->P, ref_col(L, r), -c);
+	} else if (crit == TM_CRIT_PEAK) {
 		glp_set_obj_coef(L->P, L->pcol, 1);
-	else {
+	} else {
 		glp_set_obj_coef(L->P, 0, pb->nranks);
 		for (int r = 0; r < pb->nranks; r++)
-			if (L->xcol[r * G + pb->ref_gpu[r]])
-				glp_set_obj_coef(L->P, L->xcol[r * G + pb->ref_gpu[r]], -1);
+			if (ref_col(L, r))
+				glp_set_obj_coef(L->P, ref_col(L, r), -1);
 	}
 	glp_set_obj_dir(L->P, GLP_MIN);
 	if (L->names)
-		glp_set_obj_name(L->P, crit == TM_CRIT_TIME ? "iteration_ms" :
+		glp_set_obj_name(L->P, crit == TM_CRIT_TIME ||
+		                 crit == TIME_BARE ? "iteration_ms" :
 		                 crit == TM_CRIT_PEAK ? "peak_temp_c" :
 		                 "moved_ranks");
 }
 
+/* One phase: minimise a criterion. Returns 0 with the placement in flat,
+ * TM_EINFEASIBLE, or TM_ELIMIT; *optimal says whether it was proven. */
 static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
                  double *bound)
 {
@@ -610,7 +643,9 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 /* Holds criterion crit at or below b in the following phases. */
 static void hold(ilp *L, int crit, double b)
 {
-	if (crit == TM_CRIT_TIME)
+	if (crit == TM_CRIT_TIME && L->pb->move_cost_ms > 0)
+		cost_row(L, b);
+	else if (crit == TM_CRIT_TIME)
 		glp_set_col_bnds(L->P, L->tcol, GLP_DB, 0, b);
 	else if (crit == TM_CRIT_PEAK)
 		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
@@ -684,7 +719,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 		L.warm = warm;
 		fill(&L, warm);
 	}
-	rc = phase(&L, TM_CRIT_TIME, deadline, cur, &ok, &bound);
+	rc = phase(&L, TIME_BARE, deadline, cur, &ok, &bound);
 	if (rc == TM_EINFEASIBLE) {
 		rc = tm_explain_infeasible(pb, err);
 		goto out;
@@ -715,6 +750,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 	for (int k = 0; k < pb->ncrit; k++) {
 		int crit = pb->crit[k], prc;
 		bool reuse = k == 0 && crit == TM_CRIT_TIME &&
+		             !(pb->move_cost_ms > 0) &&
 		             !isfinite(pb->pol->max_temp_c);
 		if (!reuse) {
 			L.warm = flat;

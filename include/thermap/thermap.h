@@ -273,6 +273,8 @@ void tm_placement_free(tm_placement *pl);
 /* What the model predicts for one placement. */
 typedef struct tm_eval {
 	double iteration_ms; /* predicted iteration time */
+	double cost_ms;      /* the time criterion: iteration_ms, plus the
+	                        policy's move_cost_ms per moved rank in replan */
 	double peak_temp_c;  /* highest predicted temperature of a used GPU */
 	double peak_ref_c;   /* same, at the reference iteration time */
 	int moves;           /* ranks on another GPU than the reference */
@@ -319,6 +321,43 @@ int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
                   tm_error *err);
 void tm_run_free(tm_run *run);
 
+/* `thermap replan` (docs/replan.md): at a checkpoint, the previous plan
+ * in prev_dir against the policy's best placement under a new profile.
+ * The best is written to out_dir (when not NULL) only when it beats
+ * keeping the previous plan by more than min_gain; when the previous plan
+ * cannot stay (a GPU or host gone, the policy broken), its least change
+ * (the fewest moved ranks) is written instead. Returns 0 when a plan is
+ * written (or would be, out_dir NULL), TM_ENOCHANGE when the previous one
+ * stays, or an error; res is filled in the first two cases. */
+typedef struct tm_min_gain {
+	double time_pct;     /* iteration-time gain net of move costs, %;
+	                        INFINITY: never enough on its own */
+	double peak_c;       /* peak temperature drop, °C; INFINITY: same */
+} tm_min_gain;
+#define TM_MIN_GAIN_DEFAULT "1%,2C"
+/* "1%", "2C", "1%,2C" or "0"; a kind left out is never enough alone.
+ * 0, or -1 for text it cannot read. */
+int tm_min_gain_parse(const char *s, tm_min_gain *g);
+
+enum tm_decision { TM_KEEP, TM_MOVE, TM_REPAIR };
+
+typedef struct tm_replan_result {
+	int decision;        /* enum tm_decision */
+	char prev_id[17];    /* the previous plan's id */
+	char plan_id[17];    /* the plan written, "" when kept */
+	tm_placement *pl;    /* the placement that runs next */
+	int moved;           /* ranks it moves from the previous plan */
+	int fewest_moves;    /* moves that no valid placement avoids */
+	char *json;          /* the decision as one JSON line (no newline) */
+	char *text;          /* the same for people, with the plan summary */
+} tm_replan_result;
+
+int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+              const tm_policy *pol, const char *prev_dir,
+              bool allow_unprofiled, const tm_min_gain *min_gain,
+              const char *out_dir, tm_replan_result *res, tm_error *err);
+void tm_replan_result_free(tm_replan_result *r);
+
 /* `thermap compare` (docs/compare.md): each policy run and its placement
  * simulated with thermal feedback, against the identity placement of the
  * job as given. fmt from tm_compare_format ("text", "markdown", "csv",
@@ -344,9 +383,9 @@ int tm_plan_write(const tm_problem *pb, const tm_solution *sol,
                   const char *dir, tm_error *err);
 
 /* Checks a plan directory against cluster and job (and, when given, the
- * profile and policy that predicted it). */
+ * profile that predicted it, and the plan a replan replaced). */
 int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
-                  const char *dir, char *summary, size_t summary_len,
-                  tm_error *err);
+                  const char *dir, const char *prev_dir, char *summary,
+                  size_t summary_len, tm_error *err);
 
 #endif

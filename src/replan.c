@@ -1,0 +1,809 @@
+/*
+ * replan.c — `thermap replan` (docs/replan.md): at a checkpoint, decide
+ * whether a new placement is worth a restart.
+ *
+ * The previous plan's placement becomes the reference of the moves
+ * criterion: each rank's GPU found again in the cluster by host and UUID
+ * (index when either side has no UUID), or lost. Three placements are
+ * weighed under the new profile:
+ *
+ *   keep    the previous placement, when every GPU is still there and it
+ *           still satisfies the policy;
+ *   least   otherwise its least change: the fewest moved ranks that make
+ *           it valid (exact by the integer program with moves first where
+ *           the direct program applies, else a repair that keeps every
+ *           node it can and refills the rest);
+ *   best    the policy's placement, moves priced at move_cost_ms each in
+ *           the time criterion and counted by the moves criterion.
+ *
+ * best is written only when it beats keep (or least) by more than the
+ * minimum gain; else keep exits 3, and least is written when something
+ * had to move. The decision goes out as one JSON line.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- the previous plan ---------------------------------------------------- */
+
+typedef struct prev {
+	char file[4200];      /* DIR/plan.json, for messages */
+	char id[17];
+	int nranks;
+	char **host;          /* rank → host name */
+	int *index;           /* rank → GPU index */
+	char **uuid;          /* rank → UUID or NULL */
+	int (*coord)[TM_NDIM];
+	int *layers;          /* chunk → layers, NULL when the plan has none */
+	int nchunks;
+} prev;
+
+static void prev_free(prev *P)
+{
+	for (int r = 0; P->host && r < P->nranks; r++) {
+		free(P->host[r]);
+		free(P->uuid[r]);
+	}
+	free(P->host);
+	free(P->uuid);
+	free(P->index);
+	free(P->coord);
+	free(P->layers);
+	memset(P, 0, sizeof *P);
+}
+
+static bool is_id(const char *s)
+{
+	if (!s || strlen(s) != 16)
+		return false;
+	for (int i = 0; i < 16; i++)
+		if (!strchr("0123456789abcdef", s[i]))
+			return false;
+	return true;
+}
+
+static int prev_load(const char *dir, prev *P, tm_error *err)
+{
+	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
+	json_t *root = NULL, *ranks, *lay;
+	const char *id;
+	int rc = 0;
+
+	memset(P, 0, sizeof *P);
+	snprintf(P->file, sizeof P->file, "%s/plan.json", dir);
+	if ((rc = jin_load(P->file, "thermap.plan", &root, NULL, err)))
+		return rc;
+	id = json_string_value(json_object_get(root, "id"));
+	ranks = json_object_get(root, "ranks");
+	if (!is_id(id)) {
+		rc = tm_fail(err, TM_EINPUT, "%s: id: expected the plan id (16 "
+		             "hexadecimal digits)", P->file);
+		goto out;
+	}
+	memcpy(P->id, id, 17);
+	if (!json_is_array(ranks) || json_array_size(ranks) == 0 ||
+	    json_array_size(ranks) > TM_MAX_RANKS) {
+		rc = tm_fail(err, TM_EINPUT, "%s: ranks: expected an array of 1 "
+		             "to %d ranks", P->file, TM_MAX_RANKS);
+		goto out;
+	}
+	P->nranks = (int)json_array_size(ranks);
+	P->host = xcalloc((size_t)P->nranks, sizeof(char *));
+	P->uuid = xcalloc((size_t)P->nranks, sizeof(char *));
+	P->index = xmalloc(sizeof(int) * (size_t)P->nranks);
+	P->coord = xmalloc(sizeof *P->coord * (size_t)P->nranks);
+	for (int r = 0; r < P->nranks && !rc; r++) {
+		json_t *o = json_array_get(ranks, (size_t)r), *v;
+		const char *h = json_string_value(json_object_get(o, "host"));
+		json_t *u = json_object_get(o, "uuid");
+		v = json_object_get(o, "gpu_index");
+		if (json_integer_value(json_object_get(o, "rank")) != r ||
+		    !json_is_integer(json_object_get(o, "rank")))
+			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].rank: expected %d",
+			             P->file, r, r);
+		else if (!h || !*h)
+			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].host: expected a "
+			             "host name", P->file, r);
+		else if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		         json_integer_value(v) > 1 << 20)
+			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].gpu_index: expected "
+			             "a GPU index", P->file, r);
+		else if (u && !json_is_null(u) && !json_is_string(u))
+			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].uuid: expected a "
+			             "string or null", P->file, r);
+		if (rc)
+			break;
+		P->host[r] = xstrdup(h);
+		P->index[r] = (int)json_integer_value(v);
+		P->uuid[r] = json_is_string(u) ? xstrdup(json_string_value(u))
+		                               : NULL;
+		for (int d = 0; d < TM_NDIM && !rc; d++) {
+			json_t *x = json_object_get(o, dn[d]);
+			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+			    json_integer_value(x) > TM_MAX_RANKS)
+				rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].%s: expected a "
+				             "coordinate", P->file, r, dn[d]);
+			else
+				P->coord[r][d] = (int)json_integer_value(x);
+		}
+	}
+	lay = json_object_get(json_object_get(root, "layers"), "chunks");
+	if (!rc && lay) {
+		if (!json_is_array(lay) || json_array_size(lay) == 0 ||
+		    json_array_size(lay) > TM_MAX_RANKS) {
+			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
+			             "array of layer counts", P->file);
+			goto out;
+		}
+		P->nchunks = (int)json_array_size(lay);
+		P->layers = xmalloc(sizeof(int) * (size_t)P->nchunks);
+		for (int c = 0; c < P->nchunks && !rc; c++) {
+			json_t *x = json_array_get(lay, (size_t)c);
+			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+			    json_integer_value(x) > 100000)
+				rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: "
+				             "expected a layer count", P->file, c);
+			else
+				P->layers[c] = (int)json_integer_value(x);
+		}
+	}
+out:
+	json_decref(root);
+	if (rc)
+		prev_free(P);
+	return rc;
+}
+
+/* The job as the previous plan ran it: its layers per chunk, when the
+ * plan chose them; its ranks must have the job's coordinates. */
+static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
+                    tm_error *err)
+{
+	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
+	int total = 0;
+
+	*jr = NULL;
+	if (P->nranks != j->world)
+		return tm_fail(err, TM_EINPUT, "%s: %d ranks; %s has %d: replan "
+		               "needs the same world size (plan anew with thermap "
+		               "plan)", P->file, P->nranks, j->file, j->world);
+	for (int r = 0; r < P->nranks; r++) {
+		int c[TM_NDIM];
+		tm_job_coords(j, r, c);
+		for (int d = 0; d < TM_NDIM; d++)
+			if (c[d] != P->coord[r][d])
+				return tm_fail(err, TM_EINPUT, "%s: ranks[%d].%s is %d; "
+				               "%s gives %d: the parallel layout changed "
+				               "(plan anew with thermap plan)", P->file, r,
+				               dn[d], P->coord[r][d], j->file, c[d]);
+	}
+	if (!P->layers)
+		return 0;
+	for (int c = 0; c < P->nchunks; c++)
+		total += P->layers[c];
+	if (!j->by_layers || P->nchunks != j->nstages ||
+	    total != tm_job_total_layers(j))
+		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: %d chunks of %d "
+		               "layers in all do not fit %s (%d chunks%s)", P->file,
+		               P->nchunks, total, j->file, j->nstages,
+		               j->by_layers ? "" : ", not given by layers");
+	*jr = tm_job_relayer(j, P->layers);
+	return 0;
+}
+
+/* Each rank's previous GPU in this cluster (-1 where it is gone), with
+ * why in lost[r]. A previous plan whose node ranks span hosts or whose
+ * ranks share a GPU is not a plan thermap wrote. */
+static int prev_map(const prev *P, const tm_problem *pb, int *ref,
+                    char **lost, tm_error *err)
+{
+	const tm_cluster *c = pb->c;
+	char buf[512];
+
+	for (int r = 0; r < P->nranks; r++) {
+		int h = -1, g = -1;
+		int r0 = r / pb->nproc * pb->nproc;
+		if (strcmp(P->host[r], P->host[r0]))
+			return tm_fail(err, TM_EINPUT, "%s: ranks[%d].host: %s, but "
+			               "node rank %d is on %s", P->file, r, P->host[r],
+			               r / pb->nproc, P->host[r0]);
+		for (int k = 0; k < r; k++)
+			if (!strcmp(P->host[k], P->host[r]) &&
+			    P->index[k] == P->index[r])
+				return tm_fail(err, TM_EINPUT, "%s: ranks[%d]: GPU %s:%d "
+				               "is also rank %d's", P->file, r, P->host[r],
+				               P->index[r], k);
+		for (int k = 0; k < c->nnodes && h < 0; k++)
+			if (!strcmp(c->nodes[k].host, P->host[r]))
+				h = k;
+		lost[r] = NULL;
+		if (h < 0) {
+			snprintf(buf, sizeof buf, "host %s is not in %s", P->host[r],
+			         c->file);
+			lost[r] = xstrdup(buf);
+			ref[r] = -1;
+			continue;
+		}
+		for (int k = 0; k < c->nodes[h].ngpus && g < 0; k++) {
+			const tm_gpu *x = &c->nodes[h].gpus[k];
+			if (P->uuid[r] && x->uuid ? !strcmp(P->uuid[r], x->uuid)
+			                          : x->index == P->index[r])
+				g = k;
+		}
+		if (g < 0) {
+			snprintf(buf, sizeof buf, "GPU %s:%d%s%s is not in %s",
+			         P->host[r], P->index[r], P->uuid[r] ? " " : "",
+			         P->uuid[r] ? P->uuid[r] : "", c->file);
+			lost[r] = xstrdup(buf);
+			ref[r] = -1;
+			continue;
+		}
+		ref[r] = pb->host_first[h] + g;
+	}
+	return 0;
+}
+
+/* ---- placements ------------------------------------------------------------ */
+
+static bool host_usable(const tm_problem *pb, int h)
+{
+	for (int u = 0; u < pb->nusable; u++)
+		if (pb->usable[u] == h)
+			return true;
+	return false;
+}
+
+/* Whether flat is a placement torchrun can run that the policy accepts. */
+static bool valid(const tm_problem *pb, const int *flat, char *why,
+                  size_t len)
+{
+	tm_eval ev;
+	for (int r = 0; r < pb->nranks; r++) {
+		if (flat[r] < 0)
+			return false;
+		if (!host_usable(pb, pb->gpu_host[flat[r]])) {
+			snprintf(why, len, "host %s has %d GPUs; the job needs %d per "
+			         "node", pb->c->nodes[pb->gpu_host[flat[r]]].host,
+			         pb->c->nodes[pb->gpu_host[flat[r]]].ngpus, pb->nproc);
+			return false;
+		}
+		if (!tm_fits(pb, r, flat[r])) {
+			snprintf(why, len, "rank %d does not fit the memory of GPU "
+			         "%s:%d", r, pb->c->nodes[pb->gpu_host[flat[r]]].host,
+			         pb->c->nodes[pb->gpu_host[flat[r]]]
+			         .gpus[pb->gpu_pos[flat[r]]].index);
+			return false;
+		}
+	}
+	return tm_constraints_ok(pb, flat, tm_eval_flat(pb, flat, 0, &ev), why,
+	                         len);
+}
+
+/* The cheap least change: every node whose host is still usable keeps its
+ * ranks and refills the GPUs it lost from its host's free ones (best
+ * derate for the heaviest work); the other nodes move whole to hosts
+ * nothing runs on. false when that does not give a valid placement. */
+static bool repair(const tm_problem *pb, int *flat)
+{
+	int N = pb->nnodes, P = pb->nproc;
+	unsigned char *used = xcalloc((size_t)pb->ngpu, 1);
+	unsigned char *hused = xcalloc((size_t)pb->nhost, 1);
+	bool *homeless = xcalloc((size_t)N, sizeof(bool)), ok = true;
+	char why[256];
+
+	for (int n = 0; n < N; n++) {
+		int h = -1;
+		for (int i = 0; i < P; i++)
+			if (pb->ref_gpu[n * P + i] >= 0)
+				h = pb->gpu_host[pb->ref_gpu[n * P + i]];
+		homeless[n] = h < 0 || !host_usable(pb, h);
+		for (int i = 0; i < P && !homeless[n]; i++) {
+			int r = n * P + i;
+			flat[r] = pb->ref_gpu[r];
+			if (flat[r] >= 0)
+				used[flat[r]] = 1;
+		}
+		if (!homeless[n])
+			hused[h] = 1;
+	}
+	for (int n = 0; n < N; n++) {
+		if (homeless[n])
+			continue;
+		/* lost ranks, heaviest first, onto the best free GPUs */
+		for (;;) {
+			int r = -1, best = -1, h;
+			for (int i = 0; i < P; i++)
+				if (flat[n * P + i] < 0 && (r < 0 ||
+				    pb->work[pb->rank_stage[n * P + i]] >
+				    pb->work[pb->rank_stage[r]]))
+					r = n * P + i;
+			if (r < 0)
+				break;
+			h = -1;
+			for (int i = 0; i < P; i++)
+				if (flat[n * P + i] >= 0)
+					h = pb->gpu_host[flat[n * P + i]];
+			for (int g = pb->host_first[h];
+			     g < pb->host_first[h] + pb->c->nodes[h].ngpus; g++)
+				if (!used[g] && tm_fits(pb, r, g) &&
+				    (best < 0 || pb->derate[g] < pb->derate[best] ||
+				     (pb->derate[g] == pb->derate[best] &&
+				      pb->t_slope[g] < pb->t_slope[best])))
+					best = g;
+			if (best < 0) {
+				homeless[n] = true;
+				break;
+			}
+			flat[r] = best;
+			used[best] = 1;
+		}
+	}
+	for (int n = 0; n < N && ok; n++) {
+		int h = -1;
+		if (!homeless[n])
+			continue;
+		for (int u = 0; u < pb->nusable && h < 0; u++)
+			if (!hused[pb->usable[u]])
+				h = pb->usable[u];
+		ok = h >= 0 && tm_greedy_node(pb, n, h, flat);
+		if (ok)
+			hused[h] = 1;
+	}
+	ok = ok && valid(pb, flat, why, sizeof why);
+	free(used);
+	free(hused);
+	free(homeless);
+	return ok;
+}
+
+/* ---- the decision ---------------------------------------------------------- */
+
+int tm_min_gain_parse(const char *s, tm_min_gain *g)
+{
+	char *buf, *tok, *save = NULL;
+	int rc = 0;
+
+	g->time_pct = g->peak_c = INFINITY;
+	if (!s || !*s || strlen(s) > 200)
+		return -1;
+	buf = xstrdup(s);
+	for (tok = strtok_r(buf, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		double v = strtod(tok, &end);
+		if (end == tok || !isfinite(v) || v < 0 || v > 1e6)
+			rc = -1;
+		else if (!strcmp(end, "%"))
+			g->time_pct = v;
+		else if (!strcmp(end, "C") || !strcmp(end, "°C"))
+			g->peak_c = v;
+		else if (!*end && v == 0)
+			g->time_pct = g->peak_c = 0;
+		else
+			rc = -1;
+	}
+	free(buf);
+	return rc;
+}
+
+typedef struct replan {
+	const tm_problem *pb;     /* the problem of the written plan */
+	const prev *P;
+	const int *ref;           /* previous GPUs (-1 gone) */
+	char **lost;              /* why a previous GPU is gone */
+	const int *flat;          /* the written placement */
+	const int *from;          /* the placement compared with */
+	const char *decision;
+	const char *reason;
+	bool keep_ok;
+	const char *keep_why;
+	tm_eval from_ev, best_ev;
+	int must;                 /* fewest moves of any valid placement */
+	bool must_exact;
+	const tm_min_gain *mg;
+	double move_cost_ms;      /* the policy's price of a moved rank */
+	double gain_t, gain_net, gain_p;
+} replan;
+
+static void gpu_name(const tm_problem *pb, int g, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%d", pb->c->nodes[pb->gpu_host[g]].host,
+	         pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index);
+}
+
+/* Why rank r moves from its previous GPU to flat[r]. */
+static void move_why(const replan *R, int r, strbuf *b)
+{
+	const tm_problem *pb = R->pb;
+	int s = pb->rank_stage[r], g = R->flat[r], o = R->ref[r], heavier = 0;
+	char a[300], z[300];
+	int n0 = r / pb->nproc * pb->nproc;
+
+	if (o < 0) {
+		sb_addf(b, "forced: %s", R->lost[r]);
+		return;
+	}
+	if (!host_usable(pb, pb->gpu_host[o])) {
+		sb_addf(b, "forced: host %s has %d GPUs, fewer than the %d a node "
+		        "needs", pb->c->nodes[pb->gpu_host[o]].host,
+		        pb->c->nodes[pb->gpu_host[o]].ngpus, pb->nproc);
+		return;
+	}
+	if (!strcmp(R->decision, "repair")) {
+		for (int i = 0; i < pb->nproc; i++)
+			if (R->ref[n0 + i] < 0) {
+				sb_addf(b, "forced: node rank %d makes room for rank %d "
+				        "(%s)", r / pb->nproc, n0 + i, R->lost[n0 + i]);
+				return;
+			}
+		sb_add(b, "forced: the previous placement breaks the policy "
+		       "under the new profile");
+		return;
+	}
+	for (int q = 0; q < pb->npp; q++)
+		heavier += pb->work[q] > pb->work[s] * (1 + 1e-9);
+	gpu_name(pb, o, a, sizeof a);
+	gpu_name(pb, g, z, sizeof z);
+	sb_addf(b, "gain: stage %d (%s by work) %s → %s: derate %.3f → %.3f, "
+	        "predicted %.1f → %.1f °C", s, heavier ? "not the heaviest" :
+	        "the heaviest", a, z, pb->derate[o], pb->derate[g],
+	        tm_rank_temp(pb, r, o, R->from_ev.iteration_ms),
+	        tm_rank_temp(pb, r, g, R->best_ev.iteration_ms));
+	if (heavier)
+		sb_addf(b, " (%d heavier)", heavier);
+}
+
+static void write_min_gain(jw *w, const tm_min_gain *mg)
+{
+	jw_obj(w, "min_gain", true);
+	jw_num(w, "time_pct", mg->time_pct, 3);
+	jw_num(w, "peak_c", mg->peak_c, 2);
+	jw_end_obj(w);
+}
+
+static void write_eval(jw *w, const char *key, const tm_eval *e)
+{
+	jw_obj(w, key, true);
+	jw_num(w, "iteration_ms", e->iteration_ms, 4);
+	jw_num(w, "peak_temp_c", e->peak_temp_c, 2);
+	jw_int(w, "moved_ranks", e->moves);
+	jw_end_obj(w);
+}
+
+/* plan.json's "replan" object. */
+static void write_replan(jw *w, void *ud)
+{
+	const replan *R = ud;
+	const tm_problem *pb = R->pb;
+	strbuf b;
+	char x[300];
+
+	sb_init(&b);
+	jw_obj(w, "replan", false);
+	jw_str(w, "previous", R->P->id);
+	jw_str(w, "decision", R->decision);
+	jw_str(w, "reason", R->reason);
+	jw_bool(w, "previous_valid", R->keep_ok);
+	if (R->keep_why)
+		jw_str(w, "previous_invalid_why", R->keep_why);
+	else
+		jw_null(w, "previous_invalid_why");
+	jw_int(w, "fewest_moves", R->must);
+	write_eval(w, R->keep_ok ? "kept" : "least_change", &R->from_ev);
+	write_eval(w, "written", &R->best_ev);
+	jw_obj(w, "gain", true);
+	jw_num(w, "time_pct", R->gain_t, 3);
+	jw_num(w, "net_time_pct", R->gain_net, 3);
+	jw_num(w, "peak_c", R->gain_p, 2);
+	jw_end_obj(w);
+	write_min_gain(w, R->mg);
+	jw_num(w, "move_cost_ms", R->move_cost_ms, 4);
+	jw_arr(w, "from", true);
+	for (int r = 0; r < pb->nranks; r++) {
+		snprintf(x, sizeof x, "%s:%d", R->P->host[r], R->P->index[r]);
+		jw_str(w, NULL, x);
+	}
+	jw_end_arr(w);
+	jw_arr(w, "moves", false);
+	for (int r = 0; r < pb->nranks; r++) {
+		if (R->flat[r] == R->ref[r])
+			continue;
+		jw_obj(w, NULL, true);
+		jw_int(w, "rank", r);
+		snprintf(x, sizeof x, "%s:%d", R->P->host[r], R->P->index[r]);
+		jw_str(w, "from", x);
+		gpu_name(pb, R->flat[r], x, sizeof x);
+		jw_str(w, "to", x);
+		b.len = 0;
+		b.s[0] = '\0';
+		move_why(R, r, &b);
+		jw_str(w, "why", b.s);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_end_obj(w);
+	sb_free(&b);
+}
+
+/* A solution for a placement no solver phase produced (the repair). */
+static void hand_solution(const tm_problem *pb, const int *flat,
+                          tm_solution *sol)
+{
+	int *id = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	memset(sol, 0, sizeof *sol);
+	tm_identity(pb, id);
+	tm_eval_flat(pb, id, 0, &sol->baseline);
+	sol->baseline_ok = true;
+	free(id);
+	tm_eval_flat(pb, flat, 0, &sol->ev);
+	sol->ev.feasible = true;
+	snprintf(sol->status, sizeof sol->status, "heuristic");
+	snprintf(sol->formulation, sizeof sol->formulation, "repair");
+	sol->objective = sol->ev.moves;
+	sol->bound = sol->gap = NAN;
+	sol->t_ref_ms = sol->ev.iteration_ms;
+	sol->pl = tm_placement_new(pb->nranks);
+	tm_flat_to_placement(pb, flat, sol->pl);
+}
+
+/* The one-line decision for scripts. */
+static char *decision_line(const replan *R, const char *plan_id,
+                           const tm_min_gain *mg)
+{
+	strbuf b;
+	jw w;
+	sb_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w, NULL, true);
+	jw_str(&w, "decision", R->decision);
+	jw_int(&w, "exit", strcmp(R->decision, "keep") ? 0 : TM_ENOCHANGE);
+	jw_str(&w, "reason", R->reason);
+	jw_str(&w, "previous", R->P->id);
+	if (plan_id && *plan_id)
+		jw_str(&w, "plan", plan_id);
+	else
+		jw_null(&w, "plan");
+	jw_bool(&w, "previous_valid", R->keep_ok);
+	jw_int(&w, "fewest_moves", R->must);
+	jw_int(&w, "moved_ranks", strcmp(R->decision, "keep") ?
+	       R->best_ev.moves : 0);
+	write_eval(&w, R->keep_ok ? "kept" : "least_change", &R->from_ev);
+	write_eval(&w, "best", &R->best_ev);
+	jw_obj(&w, "gain", true);
+	jw_num(&w, "time_pct", R->gain_t, 3);
+	jw_num(&w, "net_time_pct", R->gain_net, 3);
+	jw_num(&w, "peak_c", R->gain_p, 2);
+	jw_end_obj(&w);
+	write_min_gain(&w, mg);
+	if (strcmp(R->decision, "move")) {
+		jw_obj(&w, "short_by", true);
+		jw_num(&w, "time_pct", mg->time_pct - R->gain_net, 3);
+		jw_num(&w, "peak_c", mg->peak_c - R->gain_p, 2);
+		jw_end_obj(&w);
+	}
+	jw_num(&w, "move_cost_ms", R->move_cost_ms, 4);
+	jw_end_obj(&w);
+	while (b.len && b.s[b.len - 1] == '\n')
+		b.s[--b.len] = '\0';
+	return b.s;
+}
+
+static bool worth(const tm_min_gain *mg, double net, double dp)
+{
+	return (net > mg->time_pct && dp > -mg->peak_c) ||
+	       (dp > mg->peak_c && net > -mg->time_pct);
+}
+
+static void fmt_need(const tm_min_gain *mg, strbuf *b)
+{
+	if (isfinite(mg->time_pct))
+		sb_addf(b, "more than %g %% iteration time", mg->time_pct);
+	if (isfinite(mg->time_pct) && isfinite(mg->peak_c))
+		sb_add(b, " or ");
+	if (isfinite(mg->peak_c))
+		sb_addf(b, "more than %g °C peak temperature", mg->peak_c);
+	if (!isfinite(mg->time_pct) && !isfinite(mg->peak_c))
+		sb_add(b, "a gain");
+}
+
+int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
+              const tm_policy *pol, const char *prev_dir,
+              bool allow_unprofiled, const tm_min_gain *mg,
+              const char *out_dir, tm_replan_result *res, tm_error *err)
+{
+	prev P;
+	tm_job *jr = NULL;
+	const tm_job *j;
+	tm_problem *pb = NULL, *pl = NULL;
+	tm_policy lc;
+	tm_solution sol, lsol;
+	int *ref = NULL, *least = NULL, *best = NULL, rc, nl = 0;
+	char **lost = NULL, why[512] = "", id[17] = "";
+	replan R;
+	strbuf reason, text;
+	const tm_problem *wpb;
+	const tm_solution *wsol;
+
+	memset(res, 0, sizeof *res);
+	memset(&sol, 0, sizeof sol);
+	memset(&lsol, 0, sizeof lsol);
+	memset(&R, 0, sizeof R);
+	sb_init(&reason);
+	sb_init(&text);
+	if (pol->rebalance || pol->method == TM_METHOD_ALTERNATING) {
+		sb_free(&reason);
+		sb_free(&text);
+		return tm_fail(err, TM_EUSAGE, "policy %s chooses layers per "
+		               "stage; replan keeps the previous plan's layers and "
+		               "moves ranks only (plan anew with thermap plan to "
+		               "change layers)", pol->name);
+	}
+	if ((rc = prev_load(prev_dir, &P, err))) {
+		sb_free(&reason);
+		sb_free(&text);
+		return rc;
+	}
+	if ((rc = prev_job(&P, j0, &jr, err)))
+		goto out;
+	j = jr ? jr : j0;
+	if ((rc = tm_problem_new(c, p, j, pol, allow_unprofiled, &pb, err)))
+		goto out;
+	ref = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	least = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	lost = xcalloc((size_t)pb->nranks, sizeof(char *));
+	if ((rc = prev_map(&P, pb, ref, lost, err)))
+		goto out;
+	for (int r = 0; r < pb->nranks; r++)
+		nl += ref[r] < 0;
+
+	/* keep, or the least change */
+	memcpy(least, ref, sizeof(int) * (size_t)pb->nranks);
+	tm_problem_set_reference(pb, ref, pol->move_cost_ms, NULL);
+	R.keep_ok = valid(pb, ref, why, sizeof why);
+	if (!R.keep_ok) {
+		bool fixed;
+		if (nl) {
+			for (int r = 0; r < pb->nranks; r++)
+				if (lost[r]) {
+					snprintf(why, sizeof why, "%s%s", lost[r], nl > 1 ?
+					         " (and more)" : "");
+					break;
+				}
+		}
+		R.keep_why = why;
+		fixed = repair(pb, least);
+		/* the fewest moves, exactly, where the direct program applies */
+		lc = *pol;
+		lc.method = TM_METHOD_ILP;
+		lc.move_cost_ms = 0;
+		lc.max_temp_c = pol->max_temp_c;
+		lc.ncrit = 0;
+		lc.crit[lc.ncrit++] = TM_CRIT_MOVES;
+		for (int k = 0; k < pol->ncrit; k++)
+			if (pol->crit[k] != TM_CRIT_MOVES)
+				lc.crit[lc.ncrit++] = pol->crit[k];
+		if ((rc = tm_problem_new(c, p, j, &lc, allow_unprofiled, &pl,
+		                         err)))
+			goto out;
+		tm_problem_set_reference(pl, ref, 0, fixed ? least : NULL);
+		if (tm_ilp_direct(pl)) {
+			if ((rc = tm_solve(pl, &lsol, err)))
+				goto out;
+			tm_placement_to_flat(pl, lsol.pl, least);
+			R.must_exact = !strcmp(lsol.status, "optimal");
+		} else if (!fixed) {
+			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the previous "
+			             "placement cannot stay (%s), and no node can move "
+			             "to a free host", why);
+			goto out;
+		}
+		if (!lsol.pl)
+			hand_solution(pl, least, &lsol);
+	}
+	tm_eval_flat(pb, least, 0, &R.from_ev);
+	R.must = R.keep_ok ? 0 : R.from_ev.moves;
+
+	/* the policy's best, weighing the least change as a candidate */
+	tm_problem_set_reference(pb, ref, pol->move_cost_ms, least);
+	if ((rc = tm_solve(pb, &sol, err)))
+		goto out;
+	best = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	tm_placement_to_flat(pb, sol.pl, best);
+	tm_eval_flat(pb, best, 0, &R.best_ev);
+	R.gain_t = (R.from_ev.iteration_ms - R.best_ev.iteration_ms) /
+	           R.from_ev.iteration_ms * 100;
+	R.gain_net = (R.from_ev.cost_ms - R.best_ev.cost_ms) /
+	             R.from_ev.iteration_ms * 100;
+	R.gain_p = R.from_ev.peak_temp_c - R.best_ev.peak_temp_c;
+	R.P = &P;
+	R.move_cost_ms = pol->move_cost_ms;
+	R.ref = ref;
+	R.lost = lost;
+	R.mg = mg;
+	if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
+	    worth(mg, R.gain_net, R.gain_p)) {
+		R.decision = "move";
+		sb_addf(&reason, "the best placement gains %.2f %% iteration time "
+		        "(%.2f %% net of move costs) and %.1f °C peak over %s, "
+		        "moving %d rank(s); the minimum is ", R.gain_t, R.gain_net,
+		        R.gain_p, R.keep_ok ? "keeping the previous plan" :
+		        "its least change", R.best_ev.moves);
+		fmt_need(mg, &reason);
+		R.pb = wpb = pb;
+		R.flat = best;
+		wsol = &sol;
+	} else {
+		R.decision = R.keep_ok ? "keep" : "repair";
+		R.pb = pb;
+		if (!memcmp(best, least, sizeof(int) * (size_t)pb->nranks))
+			sb_addf(&reason, "the policy's best placement is %s",
+			        R.keep_ok ? "the previous one" : "the least change");
+		else
+			sb_addf(&reason, "the best placement gains %.2f %% "
+			        "iteration time (%.2f %% net of move costs) and %.1f "
+			        "°C peak over %s; that falls short of ", R.gain_t,
+			        R.gain_net, R.gain_p, R.keep_ok ? "keeping the "
+			        "previous plan" : "its least change");
+		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks))
+			fmt_need(mg, &reason);
+		if (!R.keep_ok)
+			sb_addf(&reason, "; the previous placement cannot stay (%s), "
+			        "so the fewest moves (%d) are written", why, R.must);
+		wpb = pl ? pl : pb;
+		if (pl)
+			R.pb = pl;
+		R.flat = least;
+		wsol = &lsol;
+	}
+	R.from = least;
+	R.reason = reason.s;
+	if (strcmp(R.decision, "keep") && out_dir &&
+	    (rc = tm_plan_write_ex(wpb, wsol, write_replan, &R, out_dir, id,
+	                           err)))
+		goto out;
+	if (strcmp(R.decision, "keep") && !out_dir)
+		tm_plan_id(wpb, R.flat, id);
+	res->decision = !strcmp(R.decision, "keep") ? TM_KEEP :
+	                !strcmp(R.decision, "move") ? TM_MOVE : TM_REPAIR;
+	memcpy(res->plan_id, id, 17);
+	memcpy(res->prev_id, P.id, 17);
+	res->pl = tm_placement_new(pb->nranks);
+	tm_flat_to_placement(pb, R.flat, res->pl);
+	res->moved = strcmp(R.decision, "keep") ? (R.flat == best ?
+	             R.best_ev.moves : R.from_ev.moves) : 0;
+	res->fewest_moves = R.must;
+	res->json = decision_line(&R, id, mg);
+	sb_addf(&text, "replan %s: %s\n", R.decision, R.reason);
+	if (strcmp(R.decision, "keep")) {
+		char *s = tm_plan_summary(wpb, wsol);
+		sb_add(&text, s);
+		free(s);
+	}
+	res->text = xstrdup(text.s);
+	rc = strcmp(R.decision, "keep") ? 0 : TM_ENOCHANGE;
+out:
+	for (int r = 0; lost && r < P.nranks; r++)
+		free(lost[r]);
+	free(lost);
+	free(ref);
+	free(least);
+	free(best);
+	tm_solution_clear(&sol);
+	tm_solution_clear(&lsol);
+	tm_problem_free(pl);
+	tm_problem_free(pb);
+	tm_job_free(jr);
+	prev_free(&P);
+	sb_free(&reason);
+	sb_free(&text);
+	return rc;
+}
+
+void tm_replan_result_free(tm_replan_result *r)
+{
+	tm_placement_free(r->pl);
+	free(r->json);
+	free(r->text);
+	memset(r, 0, sizeof *r);
+}
