@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "diff.h"
 #include "telemetry.h"
 
 static const char usage_main[] =
@@ -18,7 +19,10 @@ static const char usage_main[] =
 "  topo     topology reports (topo -m, GPU list, hwloc, NCCL) -> cluster\n"
 "  profile  telemetry logs -> per-GPU thermal profile\n"
 "  plan     cluster + profile + job (+ policy) -> plan directory\n"
+"  replan   previous plan + fresh profile -> a new plan only if worth it\n"
+"  compare  several policies on one job, simulated, as a table\n"
 "  check    confirm that a plan directory does what plan.json says\n"
+"  diff     the ranks that move between two plans, and why\n"
 "\n"
 "Run 'thermap COMMAND --help' for a command's options.\n"
 "exit codes: 0 ok, 1 internal error, 2 usage, 3 no change worth making,\n"
@@ -41,6 +45,46 @@ static const char usage_plan[] =
 "                       the method, before solving (docs/model.md, 10)\n"
 "  --quiet              print nothing on stdout (errors and warnings\n"
 "                       still go to stderr)\n"
+"  --help               this text\n";
+
+static const char usage_replan[] =
+"usage: thermap replan --previous DIR --cluster FILE --profile FILE --job FILE\n"
+"                      [--policy FILE] [--min-gain X] -o DIR\n"
+"                      [--allow-unprofiled] [--quiet]\n"
+"\n"
+"At a checkpoint: weighs the plan that runs now against the policy's best\n"
+"placement under a fresh profile (docs/replan.md). Writes a new plan only\n"
+"when it gains more than --min-gain over keeping the previous one, or when\n"
+"the previous one cannot stay (a GPU or host gone): then the fewest moves.\n"
+"Prints the decision as one JSON line on stdout; exit 0 when a plan was\n"
+"written, 3 when the previous plan stays.\n"
+"\n"
+"  --previous DIR       the plan directory that runs now\n"
+"  --cluster FILE       thermap.cluster/1 as it is now\n"
+"  --profile FILE       thermap.profile/1 of recent telemetry (the last\n"
+"                       window; see thermap profile --idle-from)\n"
+"  --job FILE           thermap.job/1, the same parallel layout\n"
+"  --policy FILE        thermap.policy/1 (default: the built-in thermal\n"
+"                       policy); objective.move_cost_ms prices a moved\n"
+"                       rank, constraints.max_moves caps them\n"
+"  --min-gain X         what a move must gain, more than: N% iteration time\n"
+"                       (net of move costs), NC peak temperature, or both\n"
+"                       as N%,NC (default 1%,2C; 0: any gain)\n"
+"  -o, --out DIR        where a new plan goes (replaced atomically; may be\n"
+"                       the --previous directory)\n"
+"  --allow-unprofiled   treat GPUs without a profile entry as the worst\n"
+"                       profiled GPU instead of failing\n"
+"  --quiet              no explanation on stderr (the JSON line stays)\n"
+"  --help               this text\n";
+
+static const char usage_diff[] =
+"usage: thermap diff OLD_DIR NEW_DIR [--format text|json]\n"
+"\n"
+"Lists the ranks that run on another GPU in NEW_DIR than in OLD_DIR, from\n"
+"where to where, and why (the reasons replan recorded, when NEW_DIR replans\n"
+"OLD_DIR; else the two plans' predicted temperatures).\n"
+"\n"
+"  --format text|json   output format (default text)\n"
 "  --help               this text\n";
 
 static const char usage_compare[] =
@@ -73,7 +117,8 @@ static const char usage_compare[] =
 
 static const char usage_profile[] =
 "usage: thermap profile [--host NAME] [--fields LIST] FILE... [-o FILE]\n"
-"                       [--from T] [--to T] [--json-summary] [--quiet]\n"
+"                       [--from T] [--to T] [--baseline PROFILE]\n"
+"                       [--json-summary] [--quiet]\n"
 "\n"
 "Reads telemetry and writes a thermap.profile/1 document: nvidia-smi\n"
 "--query-gpu CSV logs, nvidia-smi dmon logs, dcgm-exporter Prometheus\n"
@@ -88,6 +133,11 @@ static const char usage_profile[] =
 "  --from T, --to T     only samples in this window: a time as in the logs\n"
 "                       (2026/11/21 12:15:28, ISO 8601, seconds since\n"
 "                       1970) or +SECONDS after each file's first sample\n"
+"  --baseline PROFILE   take what the window cannot measure from an earlier\n"
+"                       profile of the same GPUs: the idle level, and for\n"
+"                       a GPU never at full load in the window its load\n"
+"                       level, headroom, clocks, derate and fit; listed per\n"
+"                       GPU in \"from_baseline\" (docs/profile.md)\n"
 "  --json-summary       print what was read (rows, skipped rows and why,\n"
 "                       GPUs, time span) as JSON on stdout; needs -o\n"
 "  --quiet              print nothing on stdout\n"
@@ -119,11 +169,14 @@ static const char usage_topo[] =
 
 static const char usage_check[] =
 "usage: thermap check --cluster FILE --job FILE --plan DIR [--profile FILE]\n"
+"                     [--previous DIR]\n"
 "\n"
 "  --cluster FILE       the cluster the plan was made for\n"
 "  --job FILE           the job the plan was made for\n"
 "  --plan DIR           the plan directory to check\n"
 "  --profile FILE       also re-predict iteration time and temperatures\n"
+"  --previous DIR       for a plan written by replan: also confirm that it\n"
+"                       replaces this plan and that its moves are from it\n"
 "  --help               this text\n";
 
 static void on_warn(void *ud, const char *msg)
@@ -390,6 +443,114 @@ out:
 	return rc;
 }
 
+static int cmd_replan(int argc, char **argv)
+{
+	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL,
+	           *prevd = NULL, *mgs = TM_MIN_GAIN_DEFAULT;
+	bool unprof = false, quiet = false, help = false;
+	opt opts[] = {
+		{ "--previous", NULL, false, &prevd, NULL },
+		{ "--cluster", NULL, false, &cf, NULL },
+		{ "--profile", NULL, false, &pf, NULL },
+		{ "--job", NULL, false, &jf, NULL },
+		{ "--policy", NULL, false, &polf, NULL },
+		{ "--min-gain", NULL, false, &mgs, NULL },
+		{ "--out", "-o", false, &out, NULL },
+		{ "--allow-unprofiled", NULL, true, NULL, &unprof },
+		{ "--quiet", NULL, true, NULL, &quiet },
+		{ NULL, NULL, false, NULL, NULL },
+	};
+	tm_cluster *c = NULL;
+	tm_profile *p = NULL;
+	tm_job *j = NULL;
+	tm_policy *pol = NULL;
+	tm_min_gain mg;
+	tm_replan_result res;
+	tm_error err = { 0, "" };
+	int rc;
+
+	memset(&res, 0, sizeof res);
+	if ((rc = parse(argc, argv, opts, "replan", &help)))
+		return rc;
+	if (help) {
+		fputs(usage_replan, stdout);
+		return 0;
+	}
+	if (!prevd || !cf || !pf || !jf || !out)
+		return usage_error("replan ", "replan needs %s", !prevd ?
+		                   "--previous DIR" : !cf ? "--cluster" : !pf ?
+		                   "--profile" : !jf ? "--job" : "-o DIR");
+	if (tm_min_gain_parse(mgs, &mg))
+		return usage_error("replan ", "--min-gain '%s': expected N%%, NC "
+		                   "or N%%,NC (e.g. 1%%,2C)", mgs);
+	if ((rc = tm_cluster_load(cf, &c, &err)) ||
+	    (rc = tm_profile_load(pf, &p, &err)) ||
+	    (rc = tm_job_load(jf, &j, &err)) ||
+	    (rc = polf ? tm_policy_load(polf, &pol, &err)
+	               : tm_policy_default(&pol, &err)))
+		goto fail;
+	rc = tm_replan(c, p, j, pol, prevd, unprof, &mg, out, &res, &err);
+	if (rc && rc != TM_ENOCHANGE)
+		goto fail;
+	printf("%s\n", res.json);
+	if (!quiet)
+		fputs(res.text, stderr);
+	if (!quiet && rc == 0)
+		fprintf(stderr, "wrote %s (plan.json, env/, launch.txt)\n", out);
+	goto out;
+fail:
+	if (rc == TM_EUSAGE)
+		rc = usage_error("replan ", "%s", err.msg);
+	else
+		rc = report(&err);
+out:
+	tm_replan_result_free(&res);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_profile_free(p);
+	tm_cluster_free(c);
+	return rc;
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	const char *dirs[2] = { NULL, NULL }, *fmt = "text";
+	char *out = NULL;
+	tm_error err = { 0, "" };
+	int nd = 0, f, rc;
+
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_diff, stdout);
+			return 0;
+		}
+		if (!strncmp(a, "--format=", 9))
+			fmt = a + 9;
+		else if (!strcmp(a, "--format") && i + 1 < argc)
+			fmt = argv[++i];
+		else if (!strcmp(a, "--format"))
+			return usage_error("diff ", "option '%s' needs a value", a);
+		else if (a[0] == '-' && a[1])
+			return usage_error("diff ", "unknown option '%s'", a);
+		else if (nd < 2)
+			dirs[nd++] = a;
+		else
+			return usage_error("diff ", "unexpected argument '%s'", a);
+	}
+	if (nd < 2)
+		return usage_error("diff ", "%s", "diff needs OLD_DIR and NEW_DIR");
+	if (strcmp(fmt, "text") && strcmp(fmt, "json"))
+		return usage_error("diff ", "--format '%s': expected text or json",
+		                   fmt);
+	f = !strcmp(fmt, "json");
+	if ((rc = tm_plan_diff(dirs[0], dirs[1], f, &out, &err)))
+		return report(&err);
+	fputs(out, stdout);
+	free(out);
+	return 0;
+}
+
 static int parse_when(const char *name, const char *v, double *t, bool *rel)
 {
 	char *end;
@@ -409,8 +570,10 @@ static int parse_when(const char *name, const char *v, double *t, bool *rel)
 
 static int cmd_profile(int argc, char **argv)
 {
-	const char *host = NULL, *fields = NULL, *out = NULL;
+	const char *host = NULL, *fields = NULL, *out = NULL, *basef = NULL;
 	bool want_summary = false, quiet = false;
+	char *base = NULL;
+	int nfilled = 0;
 	tm_tele_input *in = xcalloc((size_t)argc, sizeof *in);
 	tm_tele_opts o = { NAN, NAN, false, false };
 	tm_error err = { 0, "" };
@@ -423,6 +586,7 @@ static int cmd_profile(int argc, char **argv)
 		                                             : strlen(a);
 		static const char *const valued[] = {
 			"--host", "--fields", "--out", "-o", "--from", "--to",
+			"--baseline",
 		};
 		bool takes = false;
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -454,6 +618,8 @@ static int cmd_profile(int argc, char **argv)
 				rc = parse_when("--from", v, &o.from, &o.from_rel);
 			} else if (!strncmp(a, "--to", k)) {
 				rc = parse_when("--to", v, &o.to, &o.to_rel);
+			} else if (!strncmp(a, "--baseline", k)) {
+				basef = v;
 			} else {
 				out = v;
 			}
@@ -483,7 +649,22 @@ static int cmd_profile(int argc, char **argv)
 		free(in);
 		return rc;
 	}
-	rc = tm_profile_from_telemetry(in, n, &o, &prof, &summ, &err);
+	if (basef) {
+		/* the baseline must be a valid profile before it lends fields */
+		tm_profile *bp = NULL;
+		size_t blen;
+		rc = tm_profile_load(basef, &bp, &err);
+		tm_profile_free(bp);
+		if (!rc)
+			rc = tm_read_file(basef, 64 << 20, &base, &blen, &err);
+	}
+	if (!rc)
+		rc = tm_profile_from_telemetry(in, n, &o, &prof, &summ, &err);
+	if (!rc && base) {
+		char *filled = tm_profile_fill(prof, base, false, &nfilled);
+		free(prof);
+		prof = filled;
+	}
 	if (!rc && out)
 		rc = tm_write_file_atomic(out, prof, strlen(prof), &err);
 	if (rc) {
@@ -492,9 +673,12 @@ static int cmd_profile(int argc, char **argv)
 		fputs(prof, stdout);
 	} else if (want_summary) {
 		fputs(summ, stdout);
+	} else if (!quiet && basef) {
+		printf("wrote %s (%d field(s) from %s)\n", out, nfilled, basef);
 	} else if (!quiet) {
 		printf("wrote %s\n", out);
 	}
+	free(base);
 	free(prof);
 	free(summ);
 	free(in);
@@ -591,12 +775,14 @@ static int cmd_topo(int argc, char **argv)
 
 static int cmd_check(int argc, char **argv)
 {
-	const char *cf = NULL, *jf = NULL, *dir = NULL, *pf = NULL;
+	const char *cf = NULL, *jf = NULL, *dir = NULL, *pf = NULL,
+	           *prevd = NULL;
 	bool help = false;
 	opt opts[] = {
 		{ "--cluster", NULL, false, &cf, NULL },
 		{ "--job", NULL, false, &jf, NULL },
 		{ "--plan", NULL, false, &dir, NULL },
+		{ "--previous", NULL, false, &prevd, NULL },
 		{ "--profile", NULL, false, &pf, NULL },
 		{ NULL, NULL, false, NULL, NULL },
 	};
@@ -619,7 +805,8 @@ static int cmd_check(int argc, char **argv)
 	if ((rc = tm_cluster_load(cf, &c, &err)) ||
 	    (rc = tm_job_load(jf, &j, &err)) ||
 	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
-	    (rc = tm_plan_check(c, j, p, dir, summary, sizeof summary, &err)))
+	    (rc = tm_plan_check(c, j, p, dir, prevd, summary, sizeof summary,
+	                        &err)))
 		rc = report(&err);
 	else
 		printf("%s\n", summary);
@@ -658,5 +845,9 @@ int main(int argc, char **argv)
 		return cmd_check(argc, argv);
 	if (!strcmp(argv[1], "compare"))
 		return cmd_compare(argc, argv);
+	if (!strcmp(argv[1], "replan"))
+		return cmd_replan(argc, argv);
+	if (!strcmp(argv[1], "diff"))
+		return cmd_diff(argc, argv);
 	return usage_error("", "unknown command '%s'", argv[1]);
 }
