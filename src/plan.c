@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -360,6 +361,17 @@ static void write_launch(const tm_problem *pb, const int *flat,
 
 /* ---- atomic directory ---------------------------------------------------- */
 
+/* THERMAP_TEST_STOP_AT=k stops the process (SIGSTOP) at the k-th step of
+ * writing a plan (1: the temporary directory made, then after each file,
+ * last after the rename), so that a test can kill it there and show that
+ * no half-written plan is ever visible (tests/replan/run.sh). */
+static void step(int *k)
+{
+	const char *v = getenv("THERMAP_TEST_STOP_AT");
+	if (v && atoi(v) == ++*k)
+		raise(SIGSTOP);
+}
+
 static int write_file(const char *path, const strbuf *b, tm_error *err)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
@@ -479,7 +491,7 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 	char id[17], tmp[4096], path[4400];
 	strbuf b;
 	size_t dl = strlen(dir);
-	int rc = 0;
+	int rc = 0, k = 0;
 
 	while (dl > 1 && dir[dl - 1] == '/')
 		dl--;
@@ -501,10 +513,12 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		goto out;
 	}
 	chmod(tmp, 0755);
+	step(&k);
 	sb_init(&b);
 	write_json(pb, sol, flat, base, id, extra, ud, &b);
 	snprintf(path, sizeof path, "%s/plan.json", tmp);
 	rc = write_file(path, &b, err);
+	step(&k);
 	snprintf(path, sizeof path, "%s/env", tmp);
 	if (!rc && mkdir(path, 0755) != 0)
 		rc = tm_fail(err, TM_EINTERNAL, "%s: %s", path, strerror(errno));
@@ -515,6 +529,7 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		snprintf(path, sizeof path, "%s/env/%s.env", tmp,
 		         pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]].host);
 		rc = write_file(path, &b, err);
+		step(&k);
 	}
 	if (!rc) {
 		b.len = 0;
@@ -522,12 +537,14 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		write_launch(pb, flat, id, &b);
 		snprintf(path, sizeof path, "%s/launch.txt", tmp);
 		rc = write_file(path, &b, err);
+		step(&k);
 	}
 	sb_free(&b);
 	if (!rc) {
 		char final[4096];
 		snprintf(final, sizeof final, "%.*s", (int)dl, dir);
 		rc = publish(tmp, final, err);
+		step(&k);
 	}
 	if (!rc && id_out)
 		memcpy(id_out, id, 17);

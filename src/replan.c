@@ -445,13 +445,15 @@ static void move_why(const replan *R, int r, strbuf *b)
 		heavier += pb->work[q] > pb->work[s] * (1 + 1e-9);
 	gpu_name(pb, o, a, sizeof a);
 	gpu_name(pb, g, z, sizeof z);
-	sb_addf(b, "gain: stage %d (%s by work) %s → %s: derate %.3f → %.3f, "
-	        "predicted %.1f → %.1f °C", s, heavier ? "not the heaviest" :
-	        "the heaviest", a, z, pb->derate[o], pb->derate[g],
+	sb_addf(b, "gain: stage %d", s);
+	if (heavier)
+		sb_addf(b, " (%d stage(s) do more work)", heavier);
+	else
+		sb_add(b, ", the heaviest,");
+	sb_addf(b, " %s → %s: derate %.3f → %.3f, predicted %.1f → %.1f °C",
+	        a, z, pb->derate[o], pb->derate[g],
 	        tm_rank_temp(pb, r, o, R->from_ev.iteration_ms),
 	        tm_rank_temp(pb, r, g, R->best_ev.iteration_ms));
-	if (heavier)
-		sb_addf(b, " (%d heavier)", heavier);
 }
 
 static void write_min_gain(jw *w, const tm_min_gain *mg)
@@ -566,8 +568,9 @@ static char *decision_line(const replan *R, const char *plan_id,
 		jw_null(&w, "plan");
 	jw_bool(&w, "previous_valid", R->keep_ok);
 	jw_int(&w, "fewest_moves", R->must);
-	jw_int(&w, "moved_ranks", strcmp(R->decision, "keep") ?
-	       R->best_ev.moves : 0);
+	jw_int(&w, "moved_ranks", !strcmp(R->decision, "move") ?
+	       R->best_ev.moves : !strcmp(R->decision, "repair") ?
+	       R->from_ev.moves : 0);
 	write_eval(&w, R->keep_ok ? "kept" : "least_change", &R->from_ev);
 	write_eval(&w, "best", &R->best_ev);
 	jw_obj(&w, "gain", true);
