@@ -62,7 +62,7 @@ static const char usage_replan[] =
 "  --previous DIR       the plan directory that runs now\n"
 "  --cluster FILE       thermap.cluster/1 as it is now\n"
 "  --profile FILE       thermap.profile/1 of recent telemetry (the last\n"
-"                       window; see thermap profile --idle-from)\n"
+"                       window; see thermap profile --baseline)\n"
 "  --job FILE           thermap.job/1, the same parallel layout\n"
 "  --policy FILE        thermap.policy/1 (default: the built-in thermal\n"
 "                       policy); objective.move_cost_ms prices a moved\n"

@@ -61,7 +61,7 @@ t missing-value 2 "thermap: option '--job' needs a value
 Try 'thermap plan --help'." -- plan --job
 
 # every option of the --help texts is in the man page
-for cmd in topo profile plan check; do
+for cmd in topo profile plan check replan diff compare; do
 	"$T" $cmd --help | grep -oE -- '--[a-z-]+' | sort -u | while read -r o; do
 		grep -qF -- "$o" docs/thermap.1 || echo "$cmd $o" >>"$W/missing"
 	done

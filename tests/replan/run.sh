@@ -93,6 +93,7 @@ pinned window-same.json
 rc=$?
 if [ $rc = 0 ] || [ $rc = 3 ]; then ok; else bad "asymmetric window: exit $rc: $(cat "$W/asym.err")"; fi
 line_has asym '"reason": "'
+# shellcheck disable=SC2086
 if [ $rc = 3 ] || "$T" check $HJ --plan "$W/p3" --previous "$W/p1" >/dev/null 2>&1
 then ok; else bad "the asymmetric window's plan fails check"; fi
 cp "$W/asym.out" "$W/window-asymmetric.json"
@@ -198,6 +199,27 @@ for k in 1 2 3 4 5; do
 	else bad "after the kill at step $k, a full run did not write the plan"; fi
 done
 rm -rf "$W"/k.tmp-*
+
+# ---- the example loop, with stand-ins for torchrun and nvidia-smi ------------
+# torchrun "trains" by doing nothing; nvidia-smi -f FILE writes the real
+# recording; one round profiles it and replans a plan made from the whole
+# recording: the same picture, so the plan stays
+mkdir -p "$W/bin"
+printf '#!/bin/sh\necho "torchrun $*" >>"%s/torchrun.log"\n' "$W" >"$W/bin/torchrun"
+printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -f ] && cp %s/telemetry.csv "$2"; shift; done\n' \
+	"$PWD/$H" >"$W/bin/nvidia-smi"
+chmod +x "$W/bin/torchrun" "$W/bin/nvidia-smi"
+# shellcheck disable=SC2086
+"$T" plan $HJ --profile $H/profile.json -o "$W/loop" >/dev/null 2>&1
+case $T in /*) TA=$T ;; *) TA=$PWD/$T ;; esac
+PATH="$W/bin:$PATH" THERMAP=$TA NODE_HOST=h200x4-a BASELINE=$H/profile.json \
+	sh scripts/replan-loop.sh $H/cluster.json $H/job-pp2-dp2.json "$W/loop" 1 -- \
+	train.py >"$W/loop.out" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q 'round 1: keeping the plan' "$W/loop.out" &&
+   grep -q -- '--node-rank=0 --rdzv-backend=static' "$W/torchrun.log" &&
+   grep -q '"decision": "keep"' "$W/loop.history/decision-1.json"; then ok
+else bad "the example loop (exit $rc): $(tail -5 "$W/loop.out")"; fi
 
 # ---- errors -------------------------------------------------------------------
 # shellcheck disable=SC2086
