@@ -673,7 +673,10 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 		rc = tm_policy_default(&pol, err);
 		if (!rc) {
 			pol->tp_nvlink = false;
-			rc = tm_problem_new(c, p, j, pol, true, &pb, err);
+			/* a replan may run on hosts that lost GPUs */
+			rc = tm_problem_open(c, p, j, pol, true,
+			                     json_object_get(root, "replan") != NULL,
+			                     &pb, err);
 		}
 		if (!rc) {
 			for (int r = 0; r < j->world; r++)

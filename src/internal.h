@@ -170,6 +170,12 @@ double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
 void tm_identity(const tm_problem *pb, int *flat);
+/* tm_problem_new; with uneven_hosts, the hosts of a multi-node job may
+ * differ in GPU count (replan: GPUs gone from a host), and a host with
+ * fewer than nproc_per_node GPUs is not used. */
+int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+                    const tm_policy *pol, bool allow_unprofiled,
+                    bool uneven_hosts, tm_problem **out, tm_error *err);
 /* Makes ref (rank → flat GPU, -1 where gone) the reference of the moves
  * criterion, prices each move at move_cost_ms in the time criterion, and
  * asks the solvers to weigh hint (may be NULL) as a candidate. */

@@ -429,6 +429,13 @@ int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                    const tm_policy *pol, bool allow_unprofiled,
                    tm_problem **out, tm_error *err)
 {
+	return tm_problem_open(c, p, j, pol, allow_unprofiled, false, out, err);
+}
+
+int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
+                    const tm_policy *pol, bool allow_unprofiled,
+                    bool uneven_hosts, tm_problem **out, tm_error *err)
+{
 	tm_problem *pb = xcalloc(1, sizeof *pb);
 	long long ngpu = 0;
 	int rc, k;
@@ -446,7 +453,7 @@ int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 		             "supported", c->file, ngpu, TM_MAX_RANKS);
 		goto fail;
 	}
-	if ((rc = same_gpu_counts(c, j, err)))
+	if (!uneven_hosts && (rc = same_gpu_counts(c, j, err)))
 		goto fail;
 	pb->ngpu = (int)ngpu;
 	pb->gpu_host = xmalloc(sizeof(int) * (size_t)pb->ngpu);

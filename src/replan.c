@@ -357,6 +357,12 @@ static bool repair(const tm_problem *pb, int *flat)
 	return ok;
 }
 
+/* The least change is solved exactly (the integer program, moves first)
+ * up to this many ranks × GPUs; past it, by repair(). The program's first
+ * phase, the best time, is what costs: at 16 ranks × 24 GPUs it can take
+ * the whole time limit. */
+#define LEAST_EXACT_MAX 256
+
 /* ---- the decision ---------------------------------------------------------- */
 
 int tm_min_gain_parse(const char *s, tm_min_gain *g)
@@ -400,7 +406,6 @@ typedef struct replan {
 	const char *keep_why;
 	tm_eval from_ev, best_ev;
 	int must;                 /* fewest moves of any valid placement */
-	bool must_exact;
 	const tm_min_gain *mg;
 	double move_cost_ms;      /* the policy's price of a moved rank */
 	double gain_t, gain_net, gain_p;
@@ -592,6 +597,12 @@ static char *decision_line(const replan *R, const char *plan_id,
 	return b.s;
 }
 
+/* x for printing with one or two decimals: no "-0.0" */
+static double nz(double x)
+{
+	return fabs(x) < 0.005 ? 0 : x;
+}
+
 static bool worth(const tm_min_gain *mg, double net, double dp)
 {
 	return (net > mg->time_pct && dp > -mg->peak_c) ||
@@ -650,7 +661,9 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	if ((rc = prev_job(&P, j0, &jr, err)))
 		goto out;
 	j = jr ? jr : j0;
-	if ((rc = tm_problem_new(c, p, j, pol, allow_unprofiled, &pb, err)))
+	/* a host that lost GPUs is what replan is for: no equal counts */
+	if ((rc = tm_problem_open(c, p, j, pol, allow_unprofiled, true, &pb,
+	                          err)))
 		goto out;
 	ref = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	least = xmalloc(sizeof(int) * (size_t)pb->nranks);
@@ -686,15 +699,27 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		for (int k = 0; k < pol->ncrit; k++)
 			if (pol->crit[k] != TM_CRIT_MOVES)
 				lc.crit[lc.ncrit++] = pol->crit[k];
-		if ((rc = tm_problem_new(c, p, j, &lc, allow_unprofiled, &pl,
-		                         err)))
+		if ((rc = tm_problem_open(c, p, j, &lc, allow_unprofiled, true,
+		                          &pl, err)))
 			goto out;
 		tm_problem_set_reference(pl, ref, 0, fixed ? least : NULL);
-		if (tm_ilp_direct(pl)) {
-			if ((rc = tm_solve(pl, &lsol, err)))
+		if ((double)pl->nranks * pl->ngpu <= LEAST_EXACT_MAX) {
+			int *x = xmalloc(sizeof(int) * (size_t)pl->nranks);
+			tm_eval a, b;
+			if ((rc = tm_solve(pl, &lsol, err))) {
+				free(x);
 				goto out;
-			tm_placement_to_flat(pl, lsol.pl, least);
-			R.must_exact = !strcmp(lsol.status, "optimal");
+			}
+			tm_placement_to_flat(pl, lsol.pl, x);
+			/* a program stopped by its time limit may have moved more
+			 * than the repair */
+			tm_eval_flat(pl, x, 0, &a);
+			tm_eval_flat(pl, least, 0, &b);
+			if (!fixed || a.moves <= b.moves)
+				memcpy(least, x, sizeof(int) * (size_t)pl->nranks);
+			else
+				tm_solution_clear(&lsol);
+			free(x);
 		} else if (!fixed) {
 			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the previous "
 			             "placement cannot stay (%s), and no node can move "
@@ -729,9 +754,10 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		R.decision = "move";
 		sb_addf(&reason, "the best placement gains %.2f %% iteration time "
 		        "(%.2f %% net of move costs) and %.1f °C peak over %s, "
-		        "moving %d rank(s); the minimum is ", R.gain_t, R.gain_net,
-		        R.gain_p, R.keep_ok ? "keeping the previous plan" :
-		        "its least change", R.best_ev.moves);
+		        "moving %d rank(s); the minimum is ", nz(R.gain_t),
+		        nz(R.gain_net), nz(R.gain_p), R.keep_ok ?
+		        "keeping the previous plan" : "its least change",
+		        R.best_ev.moves);
 		fmt_need(mg, &reason);
 		R.pb = wpb = pb;
 		R.flat = best;
@@ -745,8 +771,8 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		else
 			sb_addf(&reason, "the best placement gains %.2f %% "
 			        "iteration time (%.2f %% net of move costs) and %.1f "
-			        "°C peak over %s; that falls short of ", R.gain_t,
-			        R.gain_net, R.gain_p, R.keep_ok ? "keeping the "
+			        "°C peak over %s; that falls short of ", nz(R.gain_t),
+			        nz(R.gain_net), nz(R.gain_p), R.keep_ok ? "keeping the "
 			        "previous plan" : "its least change");
 		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks))
 			fmt_need(mg, &reason);

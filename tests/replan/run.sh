@@ -154,6 +154,24 @@ if diff -r "$W/n3" "$W/n3b" >/dev/null; then ok; else bad "two replans differ"; 
 expect 4 check-wrong-prev "$T" check --cluster $D/cluster-no-gpu5.json --job $D/job-pp4.json \
 	--plan "$W/n3" --previous "$W/p1"
 
+# ---- a multi-node job: a GPU gone leaves its host short, its node moves ------
+# three generated hosts of 8 GPUs (tests/gen_cluster 3 1 4 4), a job of two
+# node ranks; host gpu-0000 loses GPU 3, so node rank 0 needs the spare host
+GJ="--job $D/gen3-job.json --profile $D/gen3-profile.json --policy policies/greedy.json"
+# shellcheck disable=SC2086
+expect 0 gplan "$T" plan --cluster $D/gen3-cluster.json $GJ -o "$W/g1"
+# shellcheck disable=SC2086
+expect 4 gplan-uneven "$T" plan --cluster $D/gen3-cluster-no-gpu3.json $GJ -o "$W/x"
+# shellcheck disable=SC2086
+expect 0 gone-multi "$T" replan --previous "$W/g1" --cluster $D/gen3-cluster-no-gpu3.json $GJ -o "$W/g2"
+line_has gone-multi '"decision": "repair"'
+line_has gone-multi '"fewest_moves": 8, "moved_ranks": 8'
+if grep -q '"host": "gpu-0002", "node_rank": 0' "$W/g2/plan.json"; then ok
+else bad "node rank 0 did not move to the spare host"; fi
+# shellcheck disable=SC2086
+expect 0 check-multi "$T" check --cluster $D/gen3-cluster-no-gpu3.json --job $D/gen3-job.json \
+	--profile $D/gen3-profile.json --plan "$W/g2" --previous "$W/g1"
+
 # ---- a host gone: its node moves whole --------------------------------------
 sed 's/"h200x4-a"/"h200x4-b"/' "$W/w90.json" >"$W/w90b.json"
 # shellcheck disable=SC2086
@@ -243,6 +261,8 @@ if grep -q 'parallel layout changed' "$W/layout.err"; then ok; else bad "layout:
 expect 4 world "$T" replan --previous "$W/n1" --cluster $N/cluster.json --job $N/job-pp8.json \
 	--profile $N/profile.json -o "$W/x"
 if grep -q 'same world size' "$W/world.err"; then ok; else bad "world: $(cat "$W/world.err")"; fi
+expect 4 bad-baseline "$T" profile --host h200x4-a $H/telemetry.csv --baseline $H/job-pp2-dp2.json \
+	-o "$W/x"
 expect 2 diff-one "$T" diff "$W/p1"
 expect 4 diff-world "$T" diff "$W/p1" "$W/n1"
 if [ ! -e "$W/x" ]; then ok; else bad "an error wrote $W/x"; fi
