@@ -380,6 +380,36 @@ out:
 	return rc;
 }
 
+/* The four inputs of plan and replan; the policy defaults to the built-in
+ * thermal one. */
+typedef struct inputs {
+	tm_cluster *c;
+	tm_profile *p;
+	tm_job *j;
+	tm_policy *pol;
+} inputs;
+
+static int load_inputs(const char *cf, const char *pf, const char *jf,
+                       const char *polf, inputs *in, tm_error *err)
+{
+	int rc;
+	memset(in, 0, sizeof *in);
+	if ((rc = tm_cluster_load(cf, &in->c, err)) ||
+	    (rc = tm_profile_load(pf, &in->p, err)) ||
+	    (rc = tm_job_load(jf, &in->j, err)))
+		return rc;
+	return polf ? tm_policy_load(polf, &in->pol, err)
+	            : tm_policy_default(&in->pol, err);
+}
+
+static void free_inputs(inputs *in)
+{
+	tm_policy_free(in->pol);
+	tm_job_free(in->j);
+	tm_profile_free(in->p);
+	tm_cluster_free(in->c);
+}
+
 static int cmd_plan(int argc, char **argv)
 {
 	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL,
@@ -396,15 +426,13 @@ static int cmd_plan(int argc, char **argv)
 		{ "--quiet", NULL, true, NULL, &quiet },
 		{ NULL, NULL, false, NULL, NULL },
 	};
-	tm_cluster *c = NULL;
-	tm_profile *p = NULL;
-	tm_job *j = NULL;
-	tm_policy *pol = NULL;
+	inputs in;
 	tm_run run;
 	tm_error err = { 0, "" };
 	int rc;
 
 	memset(&run, 0, sizeof run);
+	memset(&in, 0, sizeof in);
 	if ((rc = parse(argc, argv, opts, "plan", &help)))
 		return rc;
 	if (help) {
@@ -414,13 +442,11 @@ static int cmd_plan(int argc, char **argv)
 	if (!cf || !pf || !jf || !out)
 		return usage_error("plan ", "plan needs %s", !cf ? "--cluster" :
 		                   !pf ? "--profile" : !jf ? "--job" : "-o DIR");
-	if ((rc = tm_cluster_load(cf, &c, &err)) ||
-	    (rc = tm_profile_load(pf, &p, &err)) ||
-	    (rc = tm_job_load(jf, &j, &err)) ||
-	    (rc = polf ? tm_policy_load(polf, &pol, &err)
-	               : tm_policy_default(&pol, &err)) ||
-	    (lpf && (rc = write_lp(c, p, j, pol, unprof, lpf, &err))) ||
-	    (rc = tm_run_policy(c, p, j, pol, unprof, &run, &err)) ||
+	if ((rc = load_inputs(cf, pf, jf, polf, &in, &err)) ||
+	    (lpf && (rc = write_lp(in.c, in.p, in.j, in.pol, unprof, lpf,
+	                           &err))) ||
+	    (rc = tm_run_policy(in.c, in.p, in.j, in.pol, unprof, &run,
+	                        &err)) ||
 	    (rc = tm_plan_write(run.pb, &run.sol, out, &err))) {
 		rc = report(&err);
 		goto out;
@@ -436,10 +462,7 @@ static int cmd_plan(int argc, char **argv)
 	}
 out:
 	tm_run_free(&run);
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	free_inputs(&in);
 	return rc;
 }
 
@@ -460,16 +483,14 @@ static int cmd_replan(int argc, char **argv)
 		{ "--quiet", NULL, true, NULL, &quiet },
 		{ NULL, NULL, false, NULL, NULL },
 	};
-	tm_cluster *c = NULL;
-	tm_profile *p = NULL;
-	tm_job *j = NULL;
-	tm_policy *pol = NULL;
+	inputs in;
 	tm_min_gain mg;
 	tm_replan_result res;
 	tm_error err = { 0, "" };
 	int rc;
 
 	memset(&res, 0, sizeof res);
+	memset(&in, 0, sizeof in);
 	if ((rc = parse(argc, argv, opts, "replan", &help)))
 		return rc;
 	if (help) {
@@ -483,13 +504,10 @@ static int cmd_replan(int argc, char **argv)
 	if (tm_min_gain_parse(mgs, &mg))
 		return usage_error("replan ", "--min-gain '%s': expected N%%, NC "
 		                   "or N%%,NC (e.g. 1%%,2C)", mgs);
-	if ((rc = tm_cluster_load(cf, &c, &err)) ||
-	    (rc = tm_profile_load(pf, &p, &err)) ||
-	    (rc = tm_job_load(jf, &j, &err)) ||
-	    (rc = polf ? tm_policy_load(polf, &pol, &err)
-	               : tm_policy_default(&pol, &err)))
+	if ((rc = load_inputs(cf, pf, jf, polf, &in, &err)))
 		goto fail;
-	rc = tm_replan(c, p, j, pol, prevd, unprof, &mg, out, &res, &err);
+	rc = tm_replan(in.c, in.p, in.j, in.pol, prevd, unprof, &mg, out, &res,
+	               &err);
 	if (rc && rc != TM_ENOCHANGE)
 		goto fail;
 	printf("%s\n", res.json);
@@ -505,10 +523,7 @@ fail:
 		rc = report(&err);
 out:
 	tm_replan_result_free(&res);
-	tm_policy_free(pol);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
+	free_inputs(&in);
 	return rc;
 }
 
