@@ -498,7 +498,8 @@ static void write_replan(jw *w, void *ud)
 		jw_null(w, "previous_invalid_why");
 	jw_int(w, "fewest_moves", R->must);
 	write_eval(w, R->keep_ok ? "kept" : "least_change", &R->from_ev);
-	write_eval(w, "written", &R->best_ev);
+	write_eval(w, "written", R->flat == R->from ? &R->from_ev :
+	           &R->best_ev);
 	jw_obj(w, "gain", true);
 	jw_num(w, "time_pct", R->gain_t, 3);
 	jw_num(w, "net_time_pct", R->gain_net, 3);
@@ -603,10 +604,15 @@ static double nz(double x)
 	return fabs(x) < 0.005 ? 0 : x;
 }
 
-static bool worth(const tm_min_gain *mg, double net, double dp)
+/* A gain past either threshold, by a placement the policy does not rank
+ * below the reference (its own order decides what may be traded). */
+static bool worth(const tm_problem *pb, const tm_eval *ref,
+                  const tm_eval *best, const tm_min_gain *mg, double net,
+                  double dp)
 {
-	return (net > mg->time_pct && dp > -mg->peak_c) ||
-	       (dp > mg->peak_c && net > -mg->time_pct);
+	if (tm_eval_better(pb, ref, best))
+		return false;
+	return net > mg->time_pct || dp > mg->peak_c;
 }
 
 static void fmt_need(const tm_min_gain *mg, strbuf *b)
@@ -706,19 +712,23 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		if ((double)pl->nranks * pl->ngpu <= LEAST_EXACT_MAX) {
 			int *x = xmalloc(sizeof(int) * (size_t)pl->nranks);
 			tm_eval a, b;
-			if ((rc = tm_solve(pl, &lsol, err))) {
+			rc = tm_solve(pl, &lsol, err);
+			if (rc && !(fixed && rc == TM_ELIMIT)) {
 				free(x);
 				goto out;
 			}
-			tm_placement_to_flat(pl, lsol.pl, x);
-			/* a program stopped by its time limit may have moved more
-			 * than the repair */
-			tm_eval_flat(pl, x, 0, &a);
-			tm_eval_flat(pl, least, 0, &b);
-			if (!fixed || a.moves <= b.moves)
+			/* a program stopped by its time limit may have no answer,
+			 * or one that moves more than the repair: the repair stands */
+			if (!rc) {
+				tm_placement_to_flat(pl, lsol.pl, x);
+				tm_eval_flat(pl, x, 0, &a);
+				tm_eval_flat(pl, least, 0, &b);
+			}
+			if (!rc && (!fixed || a.moves <= b.moves))
 				memcpy(least, x, sizeof(int) * (size_t)pl->nranks);
 			else
 				tm_solution_clear(&lsol);
+			rc = 0;
 			free(x);
 		} else if (!fixed) {
 			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the previous "
@@ -750,7 +760,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	R.lost = lost;
 	R.mg = mg;
 	if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
-	    worth(mg, R.gain_net, R.gain_p)) {
+	    worth(pb, &R.from_ev, &R.best_ev, mg, R.gain_net, R.gain_p)) {
 		R.decision = "move";
 		sb_addf(&reason, "the best placement gains %.2f %% iteration time "
 		        "(%.2f %% net of move costs) and %.1f °C peak over %s, "

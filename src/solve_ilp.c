@@ -766,11 +766,21 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 			}
 			if (prc == 0) {
 				memcpy(flat, cur, sizeof(int) * (size_t)pb->nranks);
-			} else if (k == 0) {
+			} else if (k == 0 && !(prc == TM_ELIMIT &&
+			           !isfinite(pb->pol->max_temp_c))) {
 				rc = phase_fail(pb, prc, err);
 				goto out;
 			} else {
-				optimal = false;  /* keep the previous phase's answer */
+				/* out of time: the previous phase's answer stands,
+				 * unproven (phase 0's too, when there is no cap that
+				 * it might break) */
+				optimal = false;
+				if (k == 0) {
+					tm_eval_flat(pb, flat, L.t_ref, &ev);
+					sol->objective = tm_crit_value(&ev, crit);
+					sol->bound = crit == TM_CRIT_TIME ?
+					             fmin(sol->bound, sol->objective) : 0;
+				}
 				break;
 			}
 			if (k == 0) {
