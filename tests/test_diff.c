@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "diff.h"
+#include "testplan.h"
 
 #define FIX "fixtures/h200x4-a/"
 #define WHY "gain: DISTINCT why \"7\""  /* a replan's reason, quotes and all */
@@ -71,30 +72,6 @@ static int make_plan(const char *policy, const char *dir)
 	return rc;
 }
 
-/* Removes a directory tree this test made (plans are two levels deep). */
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[512];
-	if (!d) {
-		unlink(dir);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			rm_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 /* tmp/name, in one of a few rotating buffers */
 static const char *sub(const char *name)
 {
@@ -105,37 +82,10 @@ static const char *sub(const char *name)
 	return b;
 }
 
-static json_t *load(const char *dir)
-{
-	char path[160];
-	json_error_t je;
-	json_t *r;
-	snprintf(path, sizeof path, "%s/plan.json", dir);
-	r = json_load_file(path, 0, &je);
-	if (!r)
-		fail_msg("%s: %s", path, je.text);
-	return r;
-}
-
-static void save_text(const char *dir, const char *text, size_t len)
-{
-	char path[160];
-	FILE *f;
-	mkdir(dir, 0755);
-	snprintf(path, sizeof path, "%s/plan.json", dir);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* Writes root as dir/plan.json and drops the reference. */
 static void save(const char *dir, json_t *root)
 {
-	char *s = json_dumps(root, JSON_INDENT(2));
-	assert_non_null(s);
-	save_text(dir, s, strlen(s));
-	free(s);
+	tp_save_json(dir, root);
 	json_decref(root);
 }
 
@@ -150,7 +100,7 @@ static const char *id_of(const char *dir)
 {
 	static char ids[4][20];
 	static int k;
-	json_t *r = load(dir);
+	json_t *r = tp_load_plan(dir);
 	char *b = ids[k++ % 4];
 	snprintf(b, sizeof ids[0], "%s",
 	         json_string_value(json_object_get(r, "id")));
@@ -200,7 +150,7 @@ static int count(const char *s, const char *w)
  * independently of diff.c; returns how many. */
 static int expected_moves(const char *a, const char *b, bool moved[64])
 {
-	json_t *x = load(a), *y = load(b);
+	json_t *x = tp_load_plan(a), *y = tp_load_plan(b);
 	size_t n = json_array_size(json_object_get(x, "ranks"));
 	int k = 0;
 	assert_int_equal(n, json_array_size(json_object_get(y, "ranks")));
@@ -250,7 +200,7 @@ static void test_identity_vs_thermal(void **state)
 {
 	bool moved[64];
 	int k = expected_moves(ID, TH, moved), lines = 0;
-	json_t *a = load(ID), *b = load(TH);
+	json_t *a = tp_load_plan(ID), *b = tp_load_plan(TH);
 	char want[160], *out = diff_ok(ID, TH, 0);
 	(void)state;
 
@@ -299,7 +249,7 @@ static void test_identity_vs_thermal(void **state)
 static const char *with_replan(const char *name, const char *previous,
                                int rank, int still)
 {
-	json_t *root = load(TH), *rp, *moves;
+	json_t *root = tp_load_plan(TH), *rp, *moves;
 	const char *dir = sub(name);
 	rp = json_pack("{s:s, s:s, s:[{s:i, s:s, s:s, s:s}, {s:i, s:s}, "
 	               "{s:i, s:s}]}", "previous", previous, "decision", "move",
@@ -426,7 +376,7 @@ static void test_json_agrees(void **state)
 /* UUIDs decide when both plans have them; a freed GPU is named. */
 static void test_uuid_rule(void **state)
 {
-	json_t *root = load(ID);
+	json_t *root = tp_load_plan(ID);
 	const char *dir = sub("uuids");
 	char *out;
 	const char *l;
@@ -462,7 +412,7 @@ static void test_uuid_rule(void **state)
 	free(out);
 
 	/* no temperatures: the reason is the stage alone */
-	root = load(dir);
+	root = tp_load_plan(dir);
 	json_object_set_new(rank_of(root, 1), "predicted_temp_c", json_null());
 	save(dir, root);
 	out = diff_ok(ID, dir, 0);
@@ -475,7 +425,7 @@ static void test_uuid_rule(void **state)
 static void test_coords_and_job(void **state)
 {
 	const char *a = sub("tp-old"), *b = sub("tp-new");
-	json_t *x = load(ID), *y = load(TH), *j;
+	json_t *x = tp_load_plan(ID), *y = tp_load_plan(TH), *j;
 	char *out;
 	(void)state;
 
@@ -506,7 +456,7 @@ static void test_coords_and_job(void **state)
 static const char *bad_field(const char *name, int r, const char *key,
                              json_t *v)
 {
-	json_t *root = load(TH);
+	json_t *root = tp_load_plan(TH);
 	const char *dir = sub(name);
 	if (v)
 		json_object_set_new(rank_of(root, r), key, v);
@@ -539,23 +489,23 @@ static void test_errors(void **state)
 		assert_int_equal(tm_read_file(p, 1 << 20, &text, &len, &err), 0);
 	}
 	d = sub("half");
-	save_text(d, text, len / 2);
+	tp_save_text(d, text, len / 2);
 	diff_fails(ID, d, "half/plan.json", NULL);
 	diff_fails(d, ID, "half/plan.json", NULL);
 	free(text);
 
 	/* ranks not an array, empty, an entry not an object */
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_set_new(root, "ranks", json_integer(5));
 	save(sub("ranks-int"), root);
 	diff_fails(ID, sub("ranks-int"), "ranks-int/plan.json: ranks: expected "
 	           "an array", NULL);
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_set_new(root, "ranks", json_array());
 	save(sub("ranks-empty"), root);
 	diff_fails(ID, sub("ranks-empty"), "ranks-empty/plan.json: ranks: empty",
 	           NULL);
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_array_set_new(json_object_get(root, "ranks"), 1, json_string("x"));
 	save(sub("rank-str"), root);
 	diff_fails(ID, sub("rank-str"), "rank-str/plan.json: ranks[1]: expected "
@@ -577,27 +527,27 @@ static void test_errors(void **state)
 	diff_fails(ID, d, "pp-missing/plan.json: ranks[3].pp: missing", NULL);
 
 	/* the id, the format, inputs */
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_set_new(root, "id", json_string("xyz"));
 	save(sub("id-bad"), root);
 	diff_fails(ID, sub("id-bad"), "id-bad/plan.json: id", NULL);
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_set_new(root, "format", json_string("thermap.job/1"));
 	save(sub("format-bad"), root);
 	diff_fails(ID, sub("format-bad"), "format-bad/plan.json: format", NULL);
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_del(root, "inputs");
 	save(sub("inputs-missing"), root);
 	diff_fails(ID, sub("inputs-missing"), "inputs-missing/plan.json: inputs",
 	           NULL);
 
 	/* the replan section */
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_set_new(root, "replan", json_string("yes"));
 	save(sub("replan-str"), root);
 	diff_fails(ID, sub("replan-str"), "replan-str/plan.json: replan: "
 	           "expected an object", NULL);
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_object_set_new(root, "replan", json_pack("{s:s, s:[{s:i, s:s}]}",
 	                    "previous", id_of(ID), "moves", "rank", 99, "why",
 	                    "x"));
@@ -606,7 +556,7 @@ static void test_errors(void **state)
 	           "replan.moves[0].rank", NULL);
 
 	/* other world size: one rank fewer */
-	root = load(TH);
+	root = tp_load_plan(TH);
 	json_array_remove(json_object_get(root, "ranks"), 3);
 	save(sub("world3"), root);
 	diff_fails(ID, sub("world3"), "4 and 3 ranks; diff compares plans of "
@@ -643,7 +593,7 @@ static void test_hostile(void **state)
 
 	for (int k = 0; keys[k]; k++)
 		for (int v = 0; v <= nv; v++) {
-			json_t *root = load(TH);
+			json_t *root = tp_load_plan(TH);
 			char *out = NULL;
 			int rc;
 			if (v == nv)
@@ -661,7 +611,7 @@ static void test_hostile(void **state)
 	for (int v = 0; v < nv; v++) {
 		static const char *const rk[] = { "previous", "moves", NULL };
 		for (int k = 0; rk[k]; k++) {
-			json_t *root = load(TH);
+			json_t *root = tp_load_plan(TH);
 			json_t *rp = json_pack("{s:s, s:[{s:i, s:s}]}", "previous",
 			                       id_of(ID), "moves", "rank", 0, "why",
 			                       "w");
@@ -688,7 +638,7 @@ static void test_hostile(void **state)
 	/* up to the closing brace; with it, the JSON is whole again */
 	for (size_t n = 0; n + 1 < len; n += 1 + n / 16) {
 		char *out = NULL;
-		save_text(d, text, n);
+		tp_save_text(d, text, n);
 		memset(&err, 0, sizeof err);
 		assert_int_equal(tm_plan_diff(d, ID, 1, &out, &err), TM_EINPUT);
 		assert_null(out);
@@ -733,7 +683,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	rm_tree(tmp);
+	tp_rm_tree(tmp);
 	return 0;
 }
 

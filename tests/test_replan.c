@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "testplan.h"
 
 #define FIX "fixtures/h200x4-a/"
 
@@ -53,29 +54,6 @@ static void count_warn(void *ud, const char *msg)
 
 /* ---- files ------------------------------------------------------------- */
 
-/* Removes a directory tree this test made. */
-static void rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[512];
-	if (!d) {
-		unlink(dir);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			rm_tree(path);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
 
 /* tmp/name: one buffer per name, kept for the whole run */
 static const char *sub(const char *name)
@@ -98,38 +76,8 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-static json_t *load_plan(const char *dir)
-{
-	char path[256];
-	json_error_t je;
-	json_t *r;
-	snprintf(path, sizeof path, "%s/plan.json", dir);
-	r = json_load_file(path, 0, &je);
-	if (!r)
-		fail_msg("%s: %s", path, je.text);
-	return r;
-}
 
-/* dir/plan.json holding len bytes of text (dir made if needed). */
-static void save_text(const char *dir, const char *text, size_t len)
-{
-	char path[256];
-	FILE *f;
-	mkdir(dir, 0755);
-	snprintf(path, sizeof path, "%s/plan.json", dir);
-	f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(text, 1, len, f), len);
-	assert_int_equal(fclose(f), 0);
-}
 
-static void save_json(const char *dir, json_t *root)
-{
-	char *s = json_dumps(root, JSON_INDENT(2));
-	assert_non_null(s);
-	save_text(dir, s, strlen(s));
-	free(s);
-}
 
 static char *read_text(const char *dir, size_t *len)
 {
@@ -541,7 +489,7 @@ static void check_written(const tm_cluster *c, const tm_job *j,
                           const char *prev, const where *was,
                           const tm_replan_result *res)
 {
-	json_t *root = load_plan(out), *rp, *mv, *ranks, *e;
+	json_t *root = tp_load_plan(out), *rp, *mv, *ranks, *e;
 	char summary[2048], buf[96];
 	tm_error err = { 0, "" };
 	where now;
@@ -829,7 +777,7 @@ static void test_remove_gpu(void **state)
 				         pp, r0, res.moved, res.fewest_moves, m);
 			assert_true(m >= 1);
 			check_written(c2, j, p, sub(name2), sub(name), &was, &res);
-			rm_tree(sub(name2));
+			tp_rm_tree(sub(name2));
 		}
 		tm_replan_result_free(&res);
 
@@ -922,7 +870,7 @@ static void test_remove_host(void **state)
 	assert_torchrun_valid(c2, 4, res.pl);
 	check_written(c2, j, p, out, prev, &was, &res);
 	/* every move says it was forced by the host that is gone */
-	root = load_plan(out);
+	root = tp_load_plan(out);
 	json_array_foreach(json_object_get(json_object_get(root, "replan"),
 	                                   "moves"), i, e) {
 		const char *why = json_string_value(json_object_get(e, "why"));
@@ -991,7 +939,7 @@ static void test_move_cost(void **state)
 		json_decref(o);
 	}
 	check_written(c, j, q, out, prev, &was, &res);
-	rm_tree(out);
+	tp_rm_tree(out);
 	tm_replan_result_free(&res);
 
 	/* time alone ("1%"): moves are free, worth it, written, and the
@@ -1040,7 +988,7 @@ static void test_move_cost(void **state)
 		json_decref(o);
 	}
 	tm_replan_result_free(&res2);
-	rm_tree(out);
+	tp_rm_tree(out);
 
 	/* a prohibitive price: keep, write nothing */
 	pol->move_cost_ms = 1e6;
@@ -1250,18 +1198,18 @@ static void edited_fails(const tm_cluster *c, const tm_profile *p,
                          const char *prev, const char *name,
                          void (*f)(json_t *), const char *want)
 {
-	json_t *root = load_plan(prev);
+	json_t *root = tp_load_plan(prev);
 	tm_error err;
 	int rc;
 	f(root);
-	save_json(sub(name), root);
+	tp_save_json(sub(name), root);
 	json_decref(root);
 	rc = replan_fails(c, p, j, pol, sub(name), &err);
 	if (rc != TM_EINPUT || !strstr(err.msg, name) ||
 	    (want && !strstr(err.msg, want)))
 		fail_msg("%s: rc %d, message \"%s\" (want exit 4 and \"%s\")", name,
 		         rc, err.msg, want ? want : "");
-	rm_tree(sub(name));
+	tp_rm_tree(sub(name));
 }
 
 static json_t *rank_of(json_t *root, int r)
@@ -1389,13 +1337,13 @@ static void test_refusals(void **state)
 	/* truncated anywhere */
 	text = read_text(prev, &len);
 	for (size_t cut = 0; cut + 3 < len; cut += 1 + len / 97, cuts++) {
-		save_text(sub("cut"), text, cut);
+		tp_save_text(sub("cut"), text, cut);
 		rc = replan_fails(c, p, j, pol, sub("cut"), &err);
 		if (rc != TM_EINPUT || !strstr(err.msg, "cut/plan.json"))
 			fail_msg("cut at %zu of %zu: rc %d (%s)", cut, len, rc,
 			         err.msg);
 	}
-	rm_tree(sub("cut"));
+	tp_rm_tree(sub("cut"));
 
 	/* edited into plans thermap never wrote */
 	edited_fails(c, p, j, pol, prev, "same-gpu", ed_same_gpu, "ranks[1]");
@@ -1430,7 +1378,7 @@ static void test_refusals(void **state)
 		memcpy(t, text, len);
 		for (int f = 0; f < flips; f++)
 			t[tl_int(0, (int)len - 1)] = (char)tl_int(0, 255);
-		save_text(sub("fuzz"), t, len);
+		tp_save_text(sub("fuzz"), t, len);
 		rc = replan_fails(c, p, j, pol, sub("fuzz"), &err);
 		if (rc != 0 && rc != TM_ENOCHANGE && rc != TM_EINPUT &&
 		    rc != TM_EINFEASIBLE)
@@ -1439,7 +1387,7 @@ static void test_refusals(void **state)
 		fuzz_err += rc == TM_EINPUT;
 		free(t);
 	}
-	rm_tree(sub("fuzz"));
+	tp_rm_tree(sub("fuzz"));
 	print_message("replan refusals: %d truncations; fuzz: %d answered, %d "
 	              "refused\n", cuts, fuzz_ok, fuzz_err);
 	assert_true(fuzz_err > 50);
@@ -1483,7 +1431,7 @@ static void test_decision_line(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "decision")),
 	                    "keep");
 	assert_int_equal(json_integer_value(json_object_get(o, "exit")), 3);
-	pj = load_plan(prev);
+	pj = tp_load_plan(prev);
 	assert_string_equal(json_string_value(json_object_get(o, "previous")),
 	                    json_string_value(json_object_get(pj, "id")));
 	assert_string_equal(res.prev_id, json_string_value(json_object_get(pj,
@@ -1533,7 +1481,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	rm_tree(tmp);
+	tp_rm_tree(tmp);
 	tm_set_warn(NULL, NULL);
 	return 0;
 }
