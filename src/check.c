@@ -200,43 +200,60 @@ static int check_replan(const chk *K, json_t *rp, int *moves)
 	json_t *from = json_object_get(rp, "from");
 	json_t *mv = json_object_get(rp, "moves");
 	char buf[300];
-	int listed = 0;
+	int listed = 0, rc = 0, *at;
+	size_t i;
+	json_t *e;
 
 	*moves = 0;
 	if (!json_is_array(from) || (int)json_array_size(from) != j->world ||
 	    !json_is_array(mv))
 		return tm_fail(K->err, TM_EINPUT, "%s: replan: expected from (one "
 		               "\"host:index\" per rank) and moves", K->pj);
-	for (int r = 0; r < j->world; r++) {
+	/* each rank's entry in moves, found once */
+	at = xmalloc(sizeof(int) * (size_t)j->world);
+	for (int r = 0; r < j->world; r++)
+		at[r] = -1;
+	json_array_foreach(mv, i, e) {
+		json_t *x = json_object_get(e, "rank");
+		json_int_t r = json_is_integer(x) ? json_integer_value(x) : -1;
+		if (r < 0 || r >= j->world || at[r] >= 0) {
+			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves[%d].rank: "
+			             "expected a rank of the job, listed once", K->pj,
+			             (int)i);
+			goto out;
+		}
+		at[r] = (int)i;
+	}
+	for (int r = 0; r < j->world && !rc; r++) {
 		const char *f = json_string_value(json_array_get(from, (size_t)r));
 		const tm_node *n = &K->c->nodes[K->host[r]];
-		if (!f)
-			return tm_fail(K->err, TM_EINPUT, "%s: replan.from[%d]: "
-			               "expected \"host:index\"", K->pj, r);
-		snprintf(buf, sizeof buf, "%s:%d", n->host, n->gpus[K->gpu[r]].index);
-		if (strcmp(f, buf)) {
-			json_t *e = NULL;
-			size_t i;
-			json_array_foreach(mv, i, e)
-				if (json_integer_value(json_object_get(e, "rank")) == r)
-					break;
-			if (i == json_array_size(mv))
-				return tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank "
-				               "%d moves from %s to %s but is not listed",
-				               K->pj, r, f, buf);
-			if (!json_is_string(json_object_get(e, "to")) ||
-			    strcmp(json_string_value(json_object_get(e, "to")), buf))
-				return tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank "
-				               "%d goes to %s, not where the list says",
-				               K->pj, r, buf);
-			(*moves)++;
+		if (!f) {
+			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.from[%d]: "
+			             "expected \"host:index\"", K->pj, r);
+			break;
 		}
+		snprintf(buf, sizeof buf, "%s:%d", n->host, n->gpus[K->gpu[r]].index);
+		if (!strcmp(f, buf))
+			continue;
+		e = at[r] >= 0 ? json_array_get(mv, (size_t)at[r]) : NULL;
+		if (!e)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank %d "
+			             "moves from %s to %s but is not listed", K->pj, r,
+			             f, buf);
+		else if (!json_is_string(json_object_get(e, "to")) ||
+		         strcmp(json_string_value(json_object_get(e, "to")), buf))
+			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank %d "
+			             "goes to %s, not where the list says", K->pj, r,
+			             buf);
+		(*moves)++;
 	}
 	listed = (int)json_array_size(mv);
-	if (listed != *moves)
-		return tm_fail(K->err, TM_EINPUT, "%s: replan.moves lists %d "
-		               "ranks; %d are off replan.from", K->pj, listed, *moves);
-	return 0;
+	if (!rc && listed != *moves)
+		rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves lists %d ranks; "
+		             "%d are off replan.from", K->pj, listed, *moves);
+out:
+	free(at);
+	return rc;
 }
 
 /* With --previous: the plan replaces that one, and replan.from is its

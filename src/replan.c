@@ -192,6 +192,75 @@ static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
 	return 0;
 }
 
+static const prev *sort_prev;
+
+static int cmp_prev_gpu(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	int c = strcmp(sort_prev->host[x], sort_prev->host[y]);
+	if (c)
+		return c;
+	if (sort_prev->index[x] != sort_prev->index[y])
+		return sort_prev->index[x] < sort_prev->index[y] ? -1 : 1;
+	return x - y;
+}
+
+/* Two ranks of the previous plan on one GPU: found by sorting, so that a
+ * plan of a million ranks takes a moment, not hours. */
+static int prev_shared_gpu(const prev *P, tm_error *err)
+{
+	int *o = xmalloc(sizeof(int) * (size_t)P->nranks), rc = 0;
+	for (int r = 0; r < P->nranks; r++)
+		o[r] = r;
+	sort_prev = P;
+	qsort(o, (size_t)P->nranks, sizeof(int), cmp_prev_gpu);
+	for (int i = 1; i < P->nranks && !rc; i++)
+		if (!strcmp(P->host[o[i]], P->host[o[i - 1]]) &&
+		    P->index[o[i]] == P->index[o[i - 1]])
+			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d]: GPU %s:%d is also "
+			             "rank %d's", P->file, o[i], P->host[o[i]],
+			             P->index[o[i]], o[i - 1]);
+	free(o);
+	return rc;
+}
+
+static const tm_cluster *sort_cluster;
+
+static int cmp_host_name(const void *a, const void *b)
+{
+	return strcmp(sort_cluster->nodes[*(const int *)a].host,
+	              sort_cluster->nodes[*(const int *)b].host);
+}
+
+/* The cluster's hosts in name order, for find_host. */
+static int *hosts_by_name(const tm_cluster *c)
+{
+	int *o = xmalloc(sizeof(int) * (size_t)(c->nnodes ? c->nnodes : 1));
+	for (int h = 0; h < c->nnodes; h++)
+		o[h] = h;
+	sort_cluster = c;
+	qsort(o, (size_t)c->nnodes, sizeof(int), cmp_host_name);
+	return o;
+}
+
+/* The host named name, or -1. */
+static int find_host(const tm_cluster *c, const int *byname,
+                     const char *name)
+{
+	int lo = 0, hi = c->nnodes - 1;
+	while (lo <= hi) {
+		int mid = lo + (hi - lo) / 2;
+		int k = strcmp(c->nodes[byname[mid]].host, name);
+		if (!k)
+			return byname[mid];
+		if (k < 0)
+			lo = mid + 1;
+		else
+			hi = mid - 1;
+	}
+	return -1;
+}
+
 /* Each rank's previous GPU in this cluster (-1 where it is gone), with
  * why in lost[r]. A previous plan whose node ranks span hosts or whose
  * ranks share a GPU is not a plan thermap wrote. */
@@ -200,23 +269,23 @@ static int prev_map(const prev *P, const tm_problem *pb, int *ref,
 {
 	const tm_cluster *c = pb->c;
 	char buf[512];
+	int rc;
 
+	int *byname;
+
+	if ((rc = prev_shared_gpu(P, err)))
+		return rc;
+	byname = hosts_by_name(c);
 	for (int r = 0; r < P->nranks; r++) {
 		int h = -1, g = -1;
 		int r0 = r / pb->nproc * pb->nproc;
-		if (strcmp(P->host[r], P->host[r0]))
+		if (strcmp(P->host[r], P->host[r0])) {
+			free(byname);
 			return tm_fail(err, TM_EINPUT, "%s: ranks[%d].host: %s, but "
 			               "node rank %d is on %s", P->file, r, P->host[r],
 			               r / pb->nproc, P->host[r0]);
-		for (int k = 0; k < r; k++)
-			if (!strcmp(P->host[k], P->host[r]) &&
-			    P->index[k] == P->index[r])
-				return tm_fail(err, TM_EINPUT, "%s: ranks[%d]: GPU %s:%d "
-				               "is also rank %d's", P->file, r, P->host[r],
-				               P->index[r], k);
-		for (int k = 0; k < c->nnodes && h < 0; k++)
-			if (!strcmp(c->nodes[k].host, P->host[r]))
-				h = k;
+		}
+		h = find_host(c, byname, P->host[r]);
 		lost[r] = NULL;
 		if (h < 0) {
 			snprintf(buf, sizeof buf, "host %s is not in %s", P->host[r],
@@ -241,6 +310,7 @@ static int prev_map(const prev *P, const tm_problem *pb, int *ref,
 		}
 		ref[r] = pb->host_first[h] + g;
 	}
+	free(byname);
 	return 0;
 }
 

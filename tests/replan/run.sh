@@ -223,8 +223,12 @@ rm -rf "$W"/k.tmp-*
 # recording; one round profiles it and replans a plan made from the whole
 # recording: the same picture, so the plan stays
 mkdir -p "$W/bin"
-printf '#!/bin/sh\necho "torchrun $*" >>"%s/torchrun.log"\n' "$W" >"$W/bin/torchrun"
-printf '#!/bin/sh\nwhile [ $# -gt 0 ]; do [ "$1" = -f ] && cp %s/telemetry.csv "$2"; shift; done\n' \
+# (torchrun "trains" until the logger has started writing: a real round
+# lasts long enough for that)
+printf '#!/bin/sh\necho "torchrun $*" >>"%s/torchrun.log"\ni=0\nwhile [ ! -s "%s/loop.history/round-1.csv" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done\n' \
+	"$W" "$W" >"$W/bin/torchrun"
+# (the stand-in ignores the loop's kill until it has written the log)
+printf '#!/bin/sh\ntrap "" TERM\nwhile [ $# -gt 0 ]; do [ "$1" = -f ] && cp %s/telemetry.csv "$2"; shift; done\n' \
 	"$PWD/$H" >"$W/bin/nvidia-smi"
 chmod +x "$W/bin/torchrun" "$W/bin/nvidia-smi"
 # shellcheck disable=SC2086
