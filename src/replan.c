@@ -851,11 +851,23 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		else
 			sb_addf(&reason, "the best placement gains %.2f %% "
 			        "iteration time (%.2f %% net of move costs) and %.1f "
-			        "°C peak over %s; that falls short of ", nz(R.gain_t),
-			        nz(R.gain_net), nz(R.gain_p), R.keep_ok ? "keeping the "
-			        "previous plan" : "its least change");
-		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks))
+			        "°C peak over %s; ", nz(R.gain_t), nz(R.gain_net),
+			        nz(R.gain_p), R.keep_ok ? "keeping the previous plan" :
+			        "its least change");
+		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
+		    (R.gain_net > mg->time_pct || R.gain_p > mg->peak_c)) {
+			/* past a threshold, but a trade the policy's order refuses */
+			sb_add(&reason, "the policy ranks it below that (criteria");
+			for (int k = 0; k < pb->ncrit; k++)
+				sb_addf(&reason, "%s%s", k ? ", " : " ",
+				        pb->crit[k] == TM_CRIT_TIME ? "time" :
+				        pb->crit[k] == TM_CRIT_PEAK ? "peak_temp" :
+				        "moves");
+			sb_add(&reason, ")");
+		} else if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks)) {
+			sb_add(&reason, "that falls short of ");
 			fmt_need(mg, &reason);
+		}
 		if (!R.keep_ok)
 			sb_addf(&reason, "; the previous placement cannot stay (%s), "
 			        "so the fewest moves (%d) are written", why, R.must);
