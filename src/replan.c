@@ -316,12 +316,11 @@ static int prev_map(const prev *P, const tm_problem *pb, int *ref,
 
 /* ---- placements ------------------------------------------------------------ */
 
+/* A host can take a node rank: it has nproc_per_node GPUs (problem.c's
+ * rule for pb->usable). */
 static bool host_usable(const tm_problem *pb, int h)
 {
-	for (int u = 0; u < pb->nusable; u++)
-		if (pb->usable[u] == h)
-			return true;
-	return false;
+	return pb->c->nodes[h].ngpus >= pb->nproc;
 }
 
 /* Whether flat is a placement torchrun can run that the policy accepts. */
@@ -409,11 +408,12 @@ static bool repair(const tm_problem *pb, int *flat)
 			used[best] = 1;
 		}
 	}
-	for (int n = 0; n < N && ok; n++) {
+	for (int n = 0, u = 0; n < N && ok; n++) {
 		int h = -1;
 		if (!homeless[n])
 			continue;
-		for (int u = 0; u < pb->nusable && h < 0; u++)
+		/* hosts only fill up, so one pass over them serves all nodes */
+		for (; u < pb->nusable && h < 0; u++)
 			if (!hused[pb->usable[u]])
 				h = pb->usable[u];
 		ok = h >= 0 && tm_greedy_node(pb, n, h, flat);
@@ -769,7 +769,6 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		lc = *pol;
 		lc.method = TM_METHOD_ILP;
 		lc.move_cost_ms = 0;
-		lc.max_temp_c = pol->max_temp_c;
 		lc.ncrit = 0;
 		lc.crit[lc.ncrit++] = TM_CRIT_MOVES;
 		for (int k = 0; k < pol->ncrit; k++)
