@@ -23,7 +23,6 @@ static void write_layers(jw *w, const tm_job *j);
 
 #define MASTER_PORT 29500  /* torchrun's default */
 
-static const char *const crit_name[] = { "time", "peak_temp", "moves" };
 
 static const tm_gpu *gpu_of(const tm_problem *pb, int g)
 {
@@ -179,7 +178,7 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 	jw_null(&w, "time_ms");
 	jw_arr(&w, "criteria", true);
 	for (int k = 0; k < pb->ncrit; k++)
-		jw_str(&w, NULL, crit_name[pb->crit[k]]);
+		jw_str(&w, NULL, tm_crit_name(pb->crit[k]));
 	jw_end_arr(&w);
 	jw_num(&w, "tolerance", pol->tolerance, 6);
 	jw_num(&w, "reference_iteration_ms", sol->t_ref_ms, 4);

@@ -34,7 +34,13 @@ const char *tm_method_name(int method)
 			return methods[i].name;
 	return "?";
 }
+
 static const char *const crit_names[] = { "time", "peak_temp", "moves" };
+
+const char *tm_crit_name(int crit)
+{
+	return crit >= 0 && crit < 3 ? crit_names[crit] : "?";
+}
 
 void tm_policy_free(tm_policy *p)
 {

@@ -859,9 +859,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 			sb_add(&reason, "the policy ranks it below that (criteria");
 			for (int k = 0; k < pb->ncrit; k++)
 				sb_addf(&reason, "%s%s", k ? ", " : " ",
-				        pb->crit[k] == TM_CRIT_TIME ? "time" :
-				        pb->crit[k] == TM_CRIT_PEAK ? "peak_temp" :
-				        "moves");
+				        tm_crit_name(pb->crit[k]));
 			sb_add(&reason, ")");
 		} else if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks)) {
 			sb_add(&reason, "that falls short of ");

@@ -245,6 +245,8 @@ typedef struct tm_policy {
 int tm_policy_load(const char *file, tm_policy **out, tm_error *err);
 /* "ilp", "greedy-coolest", … */
 const char *tm_method_name(int method);
+/* "time", "peak_temp" or "moves" (enum tm_crit). */
+const char *tm_crit_name(int crit);
 /* The built-in default policy (policies/thermal.json). */
 int tm_policy_default(tm_policy **out, tm_error *err);
 void tm_policy_free(tm_policy *p);
