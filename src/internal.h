@@ -194,6 +194,33 @@ void tm_problem_note(tm_problem *pb, const char *fmt, ...)
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled);
 
+/* planread.c: a plan directory's plan.json, read for diff and replan.
+ * One entry of "ranks"; strings borrowed from the document. */
+typedef struct tm_plan_rank {
+	const char *host;
+	const char *uuid;      /* NULL when null or absent */
+	int gpu;               /* gpu_index */
+	int node, local;       /* node_rank, local_rank */
+	int coord[TM_NDIM];    /* tp, cp, ep, dp, pp */
+	double temp;           /* predicted_temp_c, NAN when unknown */
+} tm_plan_rank;
+
+typedef struct tm_plan_doc {
+	char *file;            /* DIR/plan.json, for messages */
+	json_t *root;          /* owns every borrowed string */
+	const char *id;
+	const char *job;       /* inputs.job */
+	int n;                 /* world size */
+	tm_plan_rank *r;       /* n ranks */
+	const char *previous;  /* replan.previous, NULL when none */
+	const char **why;      /* rank → replan.moves[].why, NULL when none */
+} tm_plan_doc;
+
+/* Reads DIR/plan.json (TM_EINPUT with one line naming the file and the
+ * JSON path when it is not a plan); free with tm_plan_doc_free. */
+int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err);
+void tm_plan_doc_free(tm_plan_doc *P);
+
 /* plan.c: tm_plan_write with more of plan.json: extra (may be NULL)
  * writes members of the top-level object after "predicted"; id (may be
  * NULL) gets the plan id. */

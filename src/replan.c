@@ -28,128 +28,48 @@
 /* ---- the previous plan ---------------------------------------------------- */
 
 typedef struct prev {
-	char file[4200];      /* DIR/plan.json, for messages */
-	char id[17];
-	int nranks;
-	char **host;          /* rank → host name */
-	int *index;           /* rank → GPU index */
-	char **uuid;          /* rank → UUID or NULL */
-	int (*coord)[TM_NDIM];
+	tm_plan_doc d;        /* plan.json: id, ranks (planread.c) */
 	int *layers;          /* chunk → layers, NULL when the plan has none */
 	int nchunks;
 } prev;
 
 static void prev_free(prev *P)
 {
-	for (int r = 0; P->host && r < P->nranks; r++) {
-		free(P->host[r]);
-		free(P->uuid[r]);
-	}
-	free(P->host);
-	free(P->uuid);
-	free(P->index);
-	free(P->coord);
+	tm_plan_doc_free(&P->d);
 	free(P->layers);
 	memset(P, 0, sizeof *P);
 }
 
-static bool is_id(const char *s)
-{
-	if (!s || strlen(s) != 16)
-		return false;
-	for (int i = 0; i < 16; i++)
-		if (!strchr("0123456789abcdef", s[i]))
-			return false;
-	return true;
-}
-
+/* plan.json of the previous plan, and the layers per chunk it chose. */
 static int prev_load(const char *dir, prev *P, tm_error *err)
 {
-	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
-	json_t *root = NULL, *ranks, *lay;
-	const char *id;
-	int rc = 0;
+	json_t *lay;
+	int rc;
 
 	memset(P, 0, sizeof *P);
-	snprintf(P->file, sizeof P->file, "%s/plan.json", dir);
-	if ((rc = jin_load(P->file, "thermap.plan", &root, NULL, err)))
-		return rc;
-	id = json_string_value(json_object_get(root, "id"));
-	ranks = json_object_get(root, "ranks");
-	if (!is_id(id)) {
-		rc = tm_fail(err, TM_EINPUT, "%s: id: expected the plan id (16 "
-		             "hexadecimal digits)", P->file);
+	if ((rc = tm_plan_doc_load(dir, &P->d, err)))
+		goto out;
+	lay = json_object_get(json_object_get(P->d.root, "layers"), "chunks");
+	if (!lay)
+		return 0;
+	if (!json_is_array(lay) || json_array_size(lay) == 0 ||
+	    json_array_size(lay) > TM_MAX_RANKS) {
+		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
+		             "array of layer counts", P->d.file);
 		goto out;
 	}
-	memcpy(P->id, id, 17);
-	if (!json_is_array(ranks) || json_array_size(ranks) == 0 ||
-	    json_array_size(ranks) > TM_MAX_RANKS) {
-		rc = tm_fail(err, TM_EINPUT, "%s: ranks: expected an array of 1 "
-		             "to %d ranks", P->file, TM_MAX_RANKS);
-		goto out;
-	}
-	P->nranks = (int)json_array_size(ranks);
-	P->host = xcalloc((size_t)P->nranks, sizeof(char *));
-	P->uuid = xcalloc((size_t)P->nranks, sizeof(char *));
-	P->index = xmalloc(sizeof(int) * (size_t)P->nranks);
-	P->coord = xmalloc(sizeof *P->coord * (size_t)P->nranks);
-	for (int r = 0; r < P->nranks && !rc; r++) {
-		json_t *o = json_array_get(ranks, (size_t)r), *v;
-		const char *h = json_string_value(json_object_get(o, "host"));
-		json_t *u = json_object_get(o, "uuid");
-		v = json_object_get(o, "gpu_index");
-		if (json_integer_value(json_object_get(o, "rank")) != r ||
-		    !json_is_integer(json_object_get(o, "rank")))
-			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].rank: expected %d",
-			             P->file, r, r);
-		else if (!h || !*h)
-			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].host: expected a "
-			             "host name", P->file, r);
-		else if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		         json_integer_value(v) > 1 << 20)
-			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].gpu_index: expected "
-			             "a GPU index", P->file, r);
-		else if (u && !json_is_null(u) && !json_is_string(u))
-			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].uuid: expected a "
-			             "string or null", P->file, r);
-		if (rc)
-			break;
-		P->host[r] = xstrdup(h);
-		P->index[r] = (int)json_integer_value(v);
-		P->uuid[r] = json_is_string(u) ? xstrdup(json_string_value(u))
-		                               : NULL;
-		for (int d = 0; d < TM_NDIM && !rc; d++) {
-			json_t *x = json_object_get(o, dn[d]);
-			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-			    json_integer_value(x) > TM_MAX_RANKS)
-				rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d].%s: expected a "
-				             "coordinate", P->file, r, dn[d]);
-			else
-				P->coord[r][d] = (int)json_integer_value(x);
-		}
-	}
-	lay = json_object_get(json_object_get(root, "layers"), "chunks");
-	if (!rc && lay) {
-		if (!json_is_array(lay) || json_array_size(lay) == 0 ||
-		    json_array_size(lay) > TM_MAX_RANKS) {
-			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
-			             "array of layer counts", P->file);
-			goto out;
-		}
-		P->nchunks = (int)json_array_size(lay);
-		P->layers = xmalloc(sizeof(int) * (size_t)P->nchunks);
-		for (int c = 0; c < P->nchunks && !rc; c++) {
-			json_t *x = json_array_get(lay, (size_t)c);
-			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-			    json_integer_value(x) > 100000)
-				rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: "
-				             "expected a layer count", P->file, c);
-			else
-				P->layers[c] = (int)json_integer_value(x);
-		}
+	P->nchunks = (int)json_array_size(lay);
+	P->layers = xmalloc(sizeof(int) * (size_t)P->nchunks);
+	for (int c = 0; c < P->nchunks && !rc; c++) {
+		json_t *x = json_array_get(lay, (size_t)c);
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+		    json_integer_value(x) > 100000)
+			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: "
+			             "expected a layer count", P->d.file, c);
+		else
+			P->layers[c] = (int)json_integer_value(x);
 	}
 out:
-	json_decref(root);
 	if (rc)
 		prev_free(P);
 	return rc;
@@ -164,19 +84,19 @@ static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
 	int total = 0;
 
 	*jr = NULL;
-	if (P->nranks != j->world)
+	if (P->d.n != j->world)
 		return tm_fail(err, TM_EINPUT, "%s: %d ranks; %s has %d: replan "
 		               "needs the same world size (plan anew with thermap "
-		               "plan)", P->file, P->nranks, j->file, j->world);
-	for (int r = 0; r < P->nranks; r++) {
+		               "plan)", P->d.file, P->d.n, j->file, j->world);
+	for (int r = 0; r < P->d.n; r++) {
 		int c[TM_NDIM];
 		tm_job_coords(j, r, c);
 		for (int d = 0; d < TM_NDIM; d++)
-			if (c[d] != P->coord[r][d])
+			if (c[d] != P->d.r[r].coord[d])
 				return tm_fail(err, TM_EINPUT, "%s: ranks[%d].%s is %d; "
 				               "%s gives %d: the parallel layout changed "
-				               "(plan anew with thermap plan)", P->file, r,
-				               dn[d], P->coord[r][d], j->file, c[d]);
+				               "(plan anew with thermap plan)", P->d.file, r,
+				               dn[d], P->d.r[r].coord[d], j->file, c[d]);
 	}
 	if (!P->layers)
 		return 0;
@@ -185,7 +105,7 @@ static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
 	if (!j->by_layers || P->nchunks != j->nstages ||
 	    total != tm_job_total_layers(j))
 		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: %d chunks of %d "
-		               "layers in all do not fit %s (%d chunks%s)", P->file,
+		               "layers in all do not fit %s (%d chunks%s)", P->d.file,
 		               P->nchunks, total, j->file, j->nstages,
 		               j->by_layers ? "" : ", not given by layers");
 	*jr = tm_job_relayer(j, P->layers);
@@ -197,11 +117,11 @@ static const prev *sort_prev;
 static int cmp_prev_gpu(const void *a, const void *b)
 {
 	int x = *(const int *)a, y = *(const int *)b;
-	int c = strcmp(sort_prev->host[x], sort_prev->host[y]);
+	int c = strcmp(sort_prev->d.r[x].host, sort_prev->d.r[y].host);
 	if (c)
 		return c;
-	if (sort_prev->index[x] != sort_prev->index[y])
-		return sort_prev->index[x] < sort_prev->index[y] ? -1 : 1;
+	if (sort_prev->d.r[x].gpu != sort_prev->d.r[y].gpu)
+		return sort_prev->d.r[x].gpu < sort_prev->d.r[y].gpu ? -1 : 1;
 	return x - y;
 }
 
@@ -209,17 +129,18 @@ static int cmp_prev_gpu(const void *a, const void *b)
  * plan of a million ranks takes a moment, not hours. */
 static int prev_shared_gpu(const prev *P, tm_error *err)
 {
-	int *o = xmalloc(sizeof(int) * (size_t)P->nranks), rc = 0;
-	for (int r = 0; r < P->nranks; r++)
+	int *o = xmalloc(sizeof(int) * (size_t)P->d.n), rc = 0;
+	for (int r = 0; r < P->d.n; r++)
 		o[r] = r;
 	sort_prev = P;
-	qsort(o, (size_t)P->nranks, sizeof(int), cmp_prev_gpu);
-	for (int i = 1; i < P->nranks && !rc; i++)
-		if (!strcmp(P->host[o[i]], P->host[o[i - 1]]) &&
-		    P->index[o[i]] == P->index[o[i - 1]])
+	qsort(o, (size_t)P->d.n, sizeof(int), cmp_prev_gpu);
+	for (int i = 1; i < P->d.n && !rc; i++) {
+		const tm_plan_rank *a = &P->d.r[o[i]], *b = &P->d.r[o[i - 1]];
+		if (!strcmp(a->host, b->host) && a->gpu == b->gpu)
 			rc = tm_fail(err, TM_EINPUT, "%s: ranks[%d]: GPU %s:%d is also "
-			             "rank %d's", P->file, o[i], P->host[o[i]],
-			             P->index[o[i]], o[i - 1]);
+			             "rank %d's", P->d.file, o[i], a->host, a->gpu,
+			             o[i - 1]);
+	}
 	free(o);
 	return rc;
 }
@@ -276,19 +197,19 @@ static int prev_map(const prev *P, const tm_problem *pb, int *ref,
 	if ((rc = prev_shared_gpu(P, err)))
 		return rc;
 	byname = hosts_by_name(c);
-	for (int r = 0; r < P->nranks; r++) {
+	for (int r = 0; r < P->d.n; r++) {
 		int h = -1, g = -1;
 		int r0 = r / pb->nproc * pb->nproc;
-		if (strcmp(P->host[r], P->host[r0])) {
+		if (strcmp(P->d.r[r].host, P->d.r[r0].host)) {
 			free(byname);
 			return tm_fail(err, TM_EINPUT, "%s: ranks[%d].host: %s, but "
-			               "node rank %d is on %s", P->file, r, P->host[r],
-			               r / pb->nproc, P->host[r0]);
+			               "node rank %d is on %s", P->d.file, r, P->d.r[r].host,
+			               r / pb->nproc, P->d.r[r0].host);
 		}
-		h = find_host(c, byname, P->host[r]);
+		h = find_host(c, byname, P->d.r[r].host);
 		lost[r] = NULL;
 		if (h < 0) {
-			snprintf(buf, sizeof buf, "host %s is not in %s", P->host[r],
+			snprintf(buf, sizeof buf, "host %s is not in %s", P->d.r[r].host,
 			         c->file);
 			lost[r] = xstrdup(buf);
 			ref[r] = -1;
@@ -296,14 +217,14 @@ static int prev_map(const prev *P, const tm_problem *pb, int *ref,
 		}
 		for (int k = 0; k < c->nodes[h].ngpus && g < 0; k++) {
 			const tm_gpu *x = &c->nodes[h].gpus[k];
-			if (P->uuid[r] && x->uuid ? !strcmp(P->uuid[r], x->uuid)
-			                          : x->index == P->index[r])
+			if (P->d.r[r].uuid && x->uuid ? !strcmp(P->d.r[r].uuid, x->uuid)
+			                          : x->index == P->d.r[r].gpu)
 				g = k;
 		}
 		if (g < 0) {
 			snprintf(buf, sizeof buf, "GPU %s:%d%s%s is not in %s",
-			         P->host[r], P->index[r], P->uuid[r] ? " " : "",
-			         P->uuid[r] ? P->uuid[r] : "", c->file);
+			         P->d.r[r].host, P->d.r[r].gpu, P->d.r[r].uuid ? " " : "",
+			         P->d.r[r].uuid ? P->d.r[r].uuid : "", c->file);
 			lost[r] = xstrdup(buf);
 			ref[r] = -1;
 			continue;
@@ -558,7 +479,7 @@ static void write_replan(jw *w, void *ud)
 
 	sb_init(&b);
 	jw_obj(w, "replan", false);
-	jw_str(w, "previous", R->P->id);
+	jw_str(w, "previous", R->P->d.id);
 	jw_str(w, "decision", R->decision);
 	jw_str(w, "reason", R->reason);
 	jw_bool(w, "previous_valid", R->keep_ok);
@@ -579,7 +500,7 @@ static void write_replan(jw *w, void *ud)
 	jw_num(w, "move_cost_ms", R->move_cost_ms, 4);
 	jw_arr(w, "from", true);
 	for (int r = 0; r < pb->nranks; r++) {
-		snprintf(x, sizeof x, "%s:%d", R->P->host[r], R->P->index[r]);
+		snprintf(x, sizeof x, "%s:%d", R->P->d.r[r].host, R->P->d.r[r].gpu);
 		jw_str(w, NULL, x);
 	}
 	jw_end_arr(w);
@@ -589,7 +510,7 @@ static void write_replan(jw *w, void *ud)
 			continue;
 		jw_obj(w, NULL, true);
 		jw_int(w, "rank", r);
-		snprintf(x, sizeof x, "%s:%d", R->P->host[r], R->P->index[r]);
+		snprintf(x, sizeof x, "%s:%d", R->P->d.r[r].host, R->P->d.r[r].gpu);
 		jw_str(w, "from", x);
 		gpu_name(pb, R->flat[r], x, sizeof x);
 		jw_str(w, "to", x);
@@ -637,7 +558,7 @@ static char *decision_line(const replan *R, const char *plan_id,
 	jw_str(&w, "decision", R->decision);
 	jw_int(&w, "exit", strcmp(R->decision, "keep") ? 0 : TM_ENOCHANGE);
 	jw_str(&w, "reason", R->reason);
-	jw_str(&w, "previous", R->P->id);
+	jw_str(&w, "previous", R->P->d.id);
 	if (plan_id && *plan_id)
 		jw_str(&w, "plan", plan_id);
 	else
@@ -885,7 +806,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	res->decision = !strcmp(R.decision, "keep") ? TM_KEEP :
 	                !strcmp(R.decision, "move") ? TM_MOVE : TM_REPAIR;
 	memcpy(res->plan_id, id, 17);
-	memcpy(res->prev_id, P.id, 17);
+	memcpy(res->prev_id, P.d.id, 17);
 	res->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, R.flat, res->pl);
 	res->moved = strcmp(R.decision, "keep") ? (R.flat == best ?
@@ -901,7 +822,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	res->text = xstrdup(text.s);
 	rc = strcmp(R.decision, "keep") ? 0 : TM_ENOCHANGE;
 out:
-	for (int r = 0; lost && r < P.nranks; r++)
+	for (int r = 0; lost && r < P.d.n; r++)
 		free(lost[r]);
 	free(lost);
 	free(ref);
