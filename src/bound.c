@@ -97,7 +97,7 @@ static double stage_temp(const tm_problem *pb, int s, int g, const void *ctx)
 	busy = pb->job->microbatches * pb->work[s] * pb->derate[g] / t_ref;
 	if (busy > 1)
 		busy = 1;
-	return pb->t_idle[g] + busy * pb->t_slope[g];
+	return pb->t_wait[g] + busy * pb->t_slope[g];
 }
 
 /* The fastest a hop of act_mib can be between two GPUs of one usable host

@@ -121,10 +121,13 @@ struct tm_problem {
 	int *host_first;      /* host → first flat GPU */
 	/* per flat GPU, from the profile */
 	double *derate;       /* ≥ 1 */
-	double *t_idle;       /* predicted idle temperature, °C */
+	double *t_wait;       /* temperature of a rank that waits, °C */
 	double *t_slope;      /* °C per unit busy fraction */
-	double *p_idle;       /* idle power, W */
+	double *p_wait;       /* power of a rank that waits, W (NAN) */
 	double *p_slope;      /* W per unit busy fraction */
+	double *t_wait_sd;    /* °C: t_wait's uncertainty from p_wait's */
+	double *t_fit_sd;     /* °C: the thermal fit's residual spread */
+	double *derate_sd;    /* derate's standard uncertainty */
 	double *headroom;     /* headroom_c, NAN when unknown */
 	double *mem_gib;      /* device memory, NAN when unknown */
 	int *prof;            /* profile entry, -1 when unprofiled */

@@ -31,11 +31,14 @@ void tm_problem_free(tm_problem *pb)
 	free(pb->gpu_pos);
 	free(pb->host_first);
 	free(pb->derate);
-	free(pb->t_idle);
+	free(pb->t_wait);
 	free(pb->t_slope);
-	free(pb->p_idle);
+	free(pb->p_wait);
 	free(pb->p_slope);
 	free(pb->headroom);
+	free(pb->t_wait_sd);
+	free(pb->t_fit_sd);
+	free(pb->derate_sd);
 	free(pb->mem_gib);
 	free(pb->prof);
 	free(pb->net_bw);
@@ -95,12 +98,12 @@ double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
 
 double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter)
 {
-	return pb->t_idle[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->t_slope[g];
+	return pb->t_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->t_slope[g];
 }
 
 double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
 {
-	return pb->p_idle[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->p_slope[g];
+	return pb->p_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->p_slope[g];
 }
 
 /* torchrun's default: node rank n on the n-th usable host, local rank i on
@@ -216,22 +219,54 @@ static int join_profiles(tm_problem *pb, const tm_profile *p,
 	return rc;
 }
 
+/* A rank of a running job that is not computing is not idle: it waits for
+ * its neighbours in NCCL kernels that keep the GPU awake. Without a
+ * measured power_wait_w (thermap calibrate), it draws this share of the
+ * way from idle to full-load power, with this uncertainty: 0.38 to 0.52
+ * in the recordings of docs/model.md, section 5. */
+#define WAIT_SHARE 0.45
+#define WAIT_SHARE_SD 0.07
+/* The thermal fit's residual spread when the profile does not give it. */
+#define FIT_SD_DEFAULT_C 0.5
+/* A derate without its uncertainty: one clock step (15 MHz) of the
+ * GPU's load clock, else 1 %. */
+#define CLOCK_STEP_MHZ 15.0
+
 /* Speed and thermal coefficients of one GPU from its profile entry. */
 static int gpu_model(tm_problem *pb, int g, const tm_gpu_profile *e,
                      const char *file, int entry, tm_error *err)
 {
-	double pi = e->power_idle_w, pl = e->power_load_w;
-	pb->derate[g] = isfinite(e->derate) ? e->derate : NAN;
+	double pi = e->power_idle_w, pl = e->power_load_w, pw = NAN, pw_sd = NAN;
+	double share = WAIT_SHARE, share_sd = WAIT_SHARE_SD;
+
+	if (isfinite(e->power_wait_w)) {
+		pw = e->power_wait_w;
+		pw_sd = isfinite(e->power_wait_sd_w) ? e->power_wait_sd_w :
+		        isfinite(pi) && isfinite(pl) ? WAIT_SHARE_SD * (pl - pi) :
+		        0.1 * pw;
+		if (isfinite(pi) && isfinite(pl) && pl - pi > 1) {
+			share = fmin(1, fmax(0, (pw - pi) / (pl - pi)));
+			share_sd = pw_sd / (pl - pi);
+		}
+	} else if (isfinite(pi) && isfinite(pl)) {
+		pw = pi + WAIT_SHARE * (pl - pi);
+		pw_sd = WAIT_SHARE_SD * fabs(pl - pi);
+	}
 	pb->headroom[g] = e->headroom_c;
-	pb->p_idle[g] = pi;
-	pb->p_slope[g] = isfinite(pi) && isfinite(pl) ? pl - pi : NAN;
-	if (isfinite(e->ambient_c) && isfinite(e->r_c_per_w) && isfinite(pi) &&
+	pb->p_wait[g] = pw;
+	pb->p_slope[g] = isfinite(pw) && isfinite(pl) ? fmax(0, pl - pw) : NAN;
+	pb->t_fit_sd[g] = isfinite(e->temp_fit_sd_c) ? e->temp_fit_sd_c
+	                                              : FIT_SD_DEFAULT_C;
+	if (isfinite(e->ambient_c) && isfinite(e->r_c_per_w) && isfinite(pw) &&
 	    isfinite(pl)) {
-		pb->t_idle[g] = e->ambient_c + e->r_c_per_w * pi;
-		pb->t_slope[g] = e->r_c_per_w * (pl - pi);
+		pb->t_wait[g] = e->ambient_c + e->r_c_per_w * pw;
+		pb->t_slope[g] = e->r_c_per_w * (pl - pw);
+		pb->t_wait_sd[g] = e->r_c_per_w * pw_sd;
 	} else if (isfinite(e->temp_idle_c) && isfinite(e->temp_load_c)) {
-		pb->t_idle[g] = e->temp_idle_c;
-		pb->t_slope[g] = e->temp_load_c - e->temp_idle_c;
+		double span = e->temp_load_c - e->temp_idle_c;
+		pb->t_wait[g] = e->temp_idle_c + share * span;
+		pb->t_slope[g] = (1 - share) * span;
+		pb->t_wait_sd[g] = share_sd * fabs(span);
 	} else {
 		return tm_fail(err, TM_EINPUT, "%s: gpus[%d]: no thermal model; "
 		               "expected ambient_c, r_c_per_w, power_idle_w and "
@@ -243,10 +278,46 @@ static int gpu_model(tm_problem *pb, int g, const tm_gpu_profile *e,
 	return 0;
 }
 
+/* The derate the evidence supports (docs/profile.md, "Speed"): clocks
+ * measured under the power cap are not a speed; a difference inside the
+ * derate's uncertainty counts as none. *why: 1 for a power-cap clock
+ * dropped, 2 for a difference inside the uncertainty, 0 otherwise. */
+static double evidence_derate(const tm_gpu_profile *e, double *sd, int *why)
+{
+	double d = e->derate;
+	int basis = e->derate_basis;
+
+	*why = 0;
+	*sd = e->derate_sd;
+	if (!isfinite(d)) {
+		*sd = NAN;
+		return NAN;
+	}
+	if (!isfinite(*sd))
+		*sd = isfinite(e->sm_clock_load_mhz) && e->sm_clock_load_mhz > 0 ?
+		      d * CLOCK_STEP_MHZ / e->sm_clock_load_mhz : 0.01 * d;
+	/* an older profile that does not say what its derate stands on:
+	 * clocks of GPUs held at the power cap and never thermally slowed */
+	if (basis == TM_BASIS_UNSET && isfinite(e->power_cap_frac) &&
+	    e->power_cap_frac >= 0.5 && !(e->thermal_slowdown_frac >= 0.05))
+		basis = TM_BASIS_POWER_CAP;
+	if (basis == TM_BASIS_POWER_CAP && d > 1) {
+		*sd = fmax(*sd, d - 1);
+		*why = 1;
+		return 1;
+	}
+	if (d > 1 && d - 1 <= *sd) {
+		*why = 2;
+		return 1;
+	}
+	return d;
+}
+
 static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
                    tm_error *err)
 {
-	int worst = -1, missing = 0, noderate = 0, rc;
+	int worst = -1, missing = 0, noderate = 0, capped = 0, inside = 0, rc;
+	int why;
 	tm_gpu_profile w;
 
 	for (int g = 0; g < pb->ngpu; g++) {
@@ -257,6 +328,12 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 		}
 		if ((rc = gpu_model(pb, g, &p->gpus[e], p->file, e, err)))
 			return rc;
+		pb->derate[g] = evidence_derate(&p->gpus[e], &pb->derate_sd[g],
+		                                &why);
+		if (why == 1)
+			capped++;
+		else if (why == 2)
+			inside++;
 	}
 	if (missing && !allow_unprofiled) {
 		for (int g = 0; g < pb->ngpu; g++)
@@ -280,8 +357,8 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 		for (int g = 0; g < pb->ngpu; g++) {
 			if (pb->prof[g] < 0)
 				continue;
-			if (worst < 0 || pb->t_idle[g] + pb->t_slope[g] >
-			    pb->t_idle[worst] + pb->t_slope[worst])
+			if (worst < 0 || pb->t_wait[g] + pb->t_slope[g] >
+			    pb->t_wait[worst] + pb->t_slope[worst])
 				worst = g;
 			if (isfinite(pb->derate[g]) &&
 			    !(pb->derate[g] <= w.derate))
@@ -299,11 +376,14 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 				continue;
 			n = &pb->c->nodes[pb->gpu_host[g]];
 			pb->derate[g] = w.derate;
+			pb->derate_sd[g] = NAN;
 			pb->headroom[g] = w.headroom_c;
-			pb->t_idle[g] = pb->t_idle[worst];
+			pb->t_wait[g] = pb->t_wait[worst];
 			pb->t_slope[g] = pb->t_slope[worst];
-			pb->p_idle[g] = pb->p_idle[worst];
+			pb->p_wait[g] = pb->p_wait[worst];
 			pb->p_slope[g] = pb->p_slope[worst];
+			pb->t_wait_sd[g] = pb->t_wait_sd[worst];
+			pb->t_fit_sd[g] = pb->t_fit_sd[worst];
 			tm_problem_note(pb, "host %s GPU %d has no profile entry; "
 			                "treated as the worst profiled GPU", n->host,
 			                n->gpus[pb->gpu_pos[g]].index);
@@ -315,6 +395,8 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 			pb->derate[g] = 1.0;
 			noderate++;
 		}
+		if (!isfinite(pb->derate_sd[g]))
+			pb->derate_sd[g] = 0;
 		if (pb->derate[g] != pb->derate[0])
 			pb->uniform_derate = false;
 	}
@@ -322,6 +404,15 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 		tm_problem_note(pb, "%d GPU(s) have no derate in the profile (no "
 		                "clock data); their speed is taken as full speed",
 		                noderate);
+	if (capped)
+		tm_problem_note(pb, "%d GPU(s) ran slower clocks only under the "
+		                "power cap of the profiling load; a GPU below its "
+		                "cap is not slowed by it, so they are taken at full "
+		                "speed (thermap calibrate measures the job's own "
+		                "speed)", capped);
+	if (inside)
+		tm_problem_note(pb, "%d GPU(s) have a derate inside its own "
+		                "uncertainty; taken at full speed", inside);
 	return 0;
 }
 
@@ -470,11 +561,14 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 		}
 	}
 	pb->derate = xmalloc(sizeof(double) * (size_t)pb->ngpu);
-	pb->t_idle = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->t_wait = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	pb->t_slope = xmalloc(sizeof(double) * (size_t)pb->ngpu);
-	pb->p_idle = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_wait = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	pb->p_slope = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	pb->headroom = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->t_wait_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->t_fit_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->derate_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	pb->prof = xmalloc(sizeof(int) * (size_t)pb->ngpu);
 	if ((rc = join_profiles(pb, p, err)) ||
 	    (rc = thermal(pb, p, allow_unprofiled, err)))

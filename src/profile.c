@@ -37,21 +37,72 @@ static const struct field {
 	F(ambient_c, -50, 200), F(r_c_per_w, 0, 10),
 	F(sm_clock_load_mhz, 0, 1e5), F(sm_clock_max_mhz, 0, 1e5),
 	F(thermal_slowdown_frac, 0, 1), F(power_cap_frac, 0, 1),
-	F(derate, 1, 100),
+	F(derate, 1, 100), F(derate_sd, 0, 100),
+	F(temp_fit_sd_c, 0, 100),
+	F(power_wait_w, 0, 1e5), F(power_wait_sd_w, 0, 1e5),
 #undef F
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
+static const char *const basis_names[] = {
+	[TM_BASIS_NONE] = "none", [TM_BASIS_CLOCK] = "clock",
+	[TM_BASIS_THERMAL] = "thermal", [TM_BASIS_POWER_CAP] = "power-cap",
+	[TM_BASIS_JOB] = "job",
+};
+
+const char *tm_derate_basis_name(int basis)
+{
+	return basis >= 0 && basis < TM_NBASIS ? basis_names[basis] : "?";
+}
+
+/* Index in fields[] of a field name, -1 when it is not a number field. */
+static int field_index(const char *name)
+{
+	for (size_t i = 0; i < NFIELDS; i++)
+		if (!strcmp(fields[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* "estimated" and "calibrated": an object naming number fields of the
+ * entry, each with a line saying how the value was obtained. */
+static int load_marks(const jin *J, json_t *o, const char *path,
+                      const char *key, unsigned long long *mask)
+{
+	json_t *m, *v;
+	const char *name;
+	int rc;
+
+	*mask = 0;
+	if ((rc = jin_obj(J, o, path, key, JF_NULL, &m)) || !m)
+		return rc;
+	json_object_foreach(m, name, v) {
+		int i = field_index(name);
+		if (i < 0)
+			return jin_fail(J, path, key, "\"%.60s\" is not a number "
+			                "field of a profile entry", name);
+		if (!json_is_string(v) || !json_string_length(v))
+			return jin_fail(J, path, key, "\"%.60s\": expected a "
+			                "non-empty string saying how the value was "
+			                "obtained", name);
+		*mask |= 1ull << i;
+	}
+	return 0;
+}
+
 static int load_entry(const jin *J, json_t *o, const char *path,
                       tm_gpu_profile *g)
 {
-	static const char *known[NFIELDS + 6];
-	char *pci = NULL;
+	static const char *known[NFIELDS + 10];
+	char *pci = NULL, *basis = NULL;
 	int rc;
 
 	if (!known[0]) {
 		size_t k = 0;
 		known[k++] = "from_baseline";  /* provenance, see tm_profile_fill */
+		known[k++] = "derate_basis";
+		known[k++] = "estimated";
+		known[k++] = "calibrated";
 		known[k++] = "host";
 		known[k++] = "uuid";
 		known[k++] = "pci_bus_id";
@@ -66,6 +117,7 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 	if (!json_is_object(o))
 		return jin_fail(J, path, NULL, "expected a GPU profile object");
 	jin_unknown(J, o, path, known);
+	g->derate_basis = TM_BASIS_UNSET;
 	if ((rc = jin_str(J, o, path, "host", JF_NULL, &g->host)) ||
 	    (rc = jin_str(J, o, path, "uuid", JF_NULL, &g->uuid)) ||
 	    (rc = jin_str(J, o, path, "pci_bus_id", JF_NULL, &pci)) ||
@@ -96,14 +148,40 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 		                  fields[i].hi,
 		                  (double *)((char *)g + fields[i].off))))
 			goto fail;
+	if ((rc = jin_str(J, o, path, "derate_basis", JF_NULL, &basis)))
+		goto fail;
+	if (basis) {
+		for (int b = 0; b < TM_NBASIS; b++)
+			if (!strcmp(basis, basis_names[b]))
+				g->derate_basis = b;
+		if (g->derate_basis == TM_BASIS_UNSET) {
+			rc = jin_fail(J, path, "derate_basis", "\"%.60s\": expected "
+			              "\"clock\", \"thermal\", \"power-cap\", "
+			              "\"job\" or \"none\"", basis);
+			goto fail;
+		}
+	}
+	if ((rc = load_marks(J, o, path, "estimated", &g->estimated)) ||
+	    (rc = load_marks(J, o, path, "calibrated", &g->calibrated)))
+		goto fail;
+	if (isfinite(g->power_wait_w) && isfinite(g->power_load_w) &&
+	    g->power_wait_w > g->power_load_w + 1e-9) {
+		rc = jin_fail(J, path, "power_wait_w", "%.2f W is above "
+		              "power_load_w %.2f W; a rank that waits draws no "
+		              "more than one that computes", g->power_wait_w,
+		              g->power_load_w);
+		goto fail;
+	}
 	if (isfinite(g->temp_idle_c) && isfinite(g->temp_load_c) &&
 	    g->temp_load_c < g->temp_idle_c - 5)
 		tm_warn("%s: %s: temp_load_c %.1f is below temp_idle_c %.1f",
 		        J->file, path, g->temp_load_c, g->temp_idle_c);
 	free(pci);
+	free(basis);
 	return 0;
 fail:
 	free(pci);
+	free(basis);
 	return rc;
 }
 

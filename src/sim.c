@@ -187,7 +187,7 @@ static int play(const tm_problem *pb, const int *flat, const double *clk,
 static double slowdown_c(const tm_problem *pb, int g)
 {
 	return isnan(pb->headroom[g]) ? INFINITY :
-	       pb->t_idle[g] + pb->t_slope[g] + pb->headroom[g];
+	       pb->t_wait[g] + pb->t_slope[g] + pb->headroom[g];
 }
 
 int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
@@ -235,7 +235,7 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 		 * cube of the clock, the time of the work with its inverse) */
 		for (int r = 0; r < R; r++) {
 			int g = flat[r];
-			double room = slowdown_c(pb, g) - pb->t_idle[g], phi = 1;
+			double room = slowdown_c(pb, g) - pb->t_wait[g], phi = 1;
 			double heat = a[r] / out->iteration_ms * pb->t_slope[g];
 			if (heat > room)
 				phi = room > 0 ? sqrt(room / heat) : 0.05;
@@ -259,8 +259,8 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 		double u = a[r] / out->iteration_ms * clk[r] * clk[r];
 		out->clock[r] = clk[r];
 		out->busy[r] = fmin(1, a[r] / (clk[r] * out->iteration_ms));
-		out->power_w[r] = pb->p_idle[g] + u * pb->p_slope[g];
-		out->temp_c[r] = pb->t_idle[g] + u * pb->t_slope[g];
+		out->power_w[r] = pb->p_wait[g] + u * pb->p_slope[g];
+		out->temp_c[r] = pb->t_wait[g] + u * pb->t_slope[g];
 		out->throttle_ms[r] = clk[r] < 1 - 1e-12 ? a[r] / clk[r] : 0;
 		out->throttle_total_ms += out->throttle_ms[r];
 		out->energy_j += out->power_w[r] * out->iteration_ms / 1000;

@@ -81,8 +81,8 @@ static int cmp_gpu(const void *a, const void *b)
 {
 	int g = *(const int *)a, h = *(const int *)b;
 	const tm_problem *pb = sort_pb;
-	double x = pb->t_idle[g] + pb->t_slope[g];
-	double y = pb->t_idle[h] + pb->t_slope[h];
+	double x = pb->t_wait[g] + pb->t_slope[g];
+	double y = pb->t_wait[h] + pb->t_slope[h];
 	if (pb->derate[g] != pb->derate[h])
 		return pb->derate[g] < pb->derate[h] ? -1 : 1;
 	if (x != y)
@@ -238,7 +238,7 @@ static void greedy_coolest(const tm_problem *pb, int *flat)
 
 	tm_identity(pb, flat);
 	for (int g = 0; g < pb->ngpu; g++)
-		cool[g] = -(pb->t_idle[g] + pb->t_slope[g]);
+		cool[g] = -(pb->t_wait[g] + pb->t_slope[g]);
 	for (int r = 0; r < pb->nranks; r++)
 		key[r] = pb->work[pb->rank_stage[r]];
 	for (int n = 0; n < pb->nnodes; n++) {
@@ -546,7 +546,7 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 		int ng = pb->c->nodes[h].ngpus, size = pb->nmember, nslot;
 		double *d = xmalloc(sizeof(double) * (size_t)ng), slow = 0;
 		for (int g = first; g < first + ng; g++)
-			hkey[h] -= pb->t_idle[g] + pb->t_slope[g];
+			hkey[h] -= pb->t_wait[g] + pb->t_slope[g];
 		/* speed as instances of tp·cp ranks see it */
 		if (size < 1 || size > ng)
 			size = 1;

@@ -117,7 +117,26 @@ typedef struct tm_gpu_profile {
 	double thermal_slowdown_frac; /* loaded time in thermal slowdown */
 	double power_cap_frac;  /* loaded time power-capped */
 	double derate;          /* ≥ 1: slowness relative to the fastest GPU */
+	double derate_sd;       /* standard uncertainty of derate */
+	int derate_basis;       /* enum tm_derate_basis; TM_BASIS_UNSET */
+	double temp_fit_sd_c;   /* residual spread of the fit, °C */
+	double power_wait_w;    /* a job's rank while it waits (calibrate) */
+	double power_wait_sd_w; /* its standard uncertainty */
+	unsigned long long estimated;  /* number fields marked "estimated" */
+	unsigned long long calibrated; /* number fields marked "calibrated" */
 } tm_gpu_profile;           /* every double is NAN when null */
+
+/* What a derate stands on (docs/profile.md). */
+enum tm_derate_basis {
+	TM_BASIS_UNSET = -1,    /* the profile does not say */
+	TM_BASIS_NONE = 0,      /* no clock data */
+	TM_BASIS_CLOCK,         /* clocks under load, neither capped nor hot */
+	TM_BASIS_THERMAL,       /* clocks under thermal slowdown */
+	TM_BASIS_POWER_CAP,     /* clocks under the power cap: not a speed */
+	TM_BASIS_JOB,           /* the job's own run (thermap calibrate) */
+	TM_NBASIS
+};
+const char *tm_derate_basis_name(int basis);
 
 typedef struct tm_profile {
 	int ngpus;              /* entries */
