@@ -16,7 +16,7 @@ B       ?= build
 LIB_SRC  = src/util.c src/sha256.c src/layout.c src/jsonin.c src/jsonout.c \
            src/cluster.c src/profile.c src/job.c src/policy.c \
            src/problem.c src/model.c src/sim.c src/solve.c src/solve_ilp.c src/bound.c src/solve_host.c \
-           src/rebalance.c src/replan.c src/compare.c src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
+           src/rebalance.c src/decide.c src/replan.c src/compare.c src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
            src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
            src/topo_nccl.c src/svg.c src/diff.c src/planread.c
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)

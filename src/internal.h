@@ -113,6 +113,9 @@ struct tm_problem {
 	const tm_cluster *c;  /* borrowed */
 	const tm_job *job;    /* borrowed */
 	const tm_policy *pol; /* borrowed */
+	const tm_profile *prof_doc; /* borrowed: the profile it was built on */
+	bool allow_unprofiled;  /* as built, for tm_problem_clone */
+	bool uneven_hosts;      /* as built, for tm_problem_clone */
 	char profile_sha256[72]; /* of the profile file */
 	int nhost;            /* hosts in the cluster */
 	int ngpu;             /* GPUs in the cluster, flattened */
@@ -159,8 +162,9 @@ struct tm_problem {
 	double move_cost_ms;  /* replan: the time criterion adds this per move */
 	int *hint;            /* replan: a placement the solver must weigh
 	                         (the previous one, or its repair), or NULL */
-	int ncrit;            /* criteria: the policy's, then moves */
-	int crit[3];          /* enum tm_crit, lexicographic */
+	int ncrit;            /* criteria: the policy's, wear after peak_temp
+	                         and moves last when it does not name them */
+	int crit[TM_MAX_CRIT];/* enum tm_crit, lexicographic */
 	bool uniform_derate;  /* every GPU has the same derate */
 	char **notes;         /* assumptions the plan must state */
 	int nnotes;           /* number of notes */
@@ -186,6 +190,10 @@ void tm_problem_set_reference(tm_problem *pb, const int *ref,
                               double move_cost_ms, const int *hint);
 void tm_problem_note(tm_problem *pb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same problem under another policy (borrowed by the new problem),
+ * with the same reference and move prices. */
+int tm_problem_clone(const tm_problem *pb, const tm_policy *pol,
+                     tm_problem **out, tm_error *err);
 
 /* profile.c: a profile's text (of a window of telemetry) with what the
  * window could not measure taken from an earlier profile of the same GPUs
@@ -259,7 +267,30 @@ int tm_explain_infeasible(const tm_problem *pb, tm_error *err);
 /* lexicographic order with tolerance: 1 if a is a better than b, 0 if not */
 int tm_eval_better(const tm_problem *pb, const tm_eval *a, const tm_eval *b);
 double tm_crit_value(const tm_eval *ev, int crit);
+/* One GPU's share of the wear criterion at temperature t (°C): 1 at
+ * 50 °C, twice as much for every 10 °C more (docs/model.md, section 7). */
+double tm_wear_of(double t);
 double tm_crit_bound(const tm_problem *pb, int crit, double best);
+
+/* decide.c: the evidence rule (docs/model.md, section 16) */
+/* A temperature prediction's standard uncertainty on GPU g at busy
+ * fraction busy (°C). */
+double tm_temp_sd(const tm_problem *pb, int g, double busy);
+/* The gains of cand over ref, each with its uncertainty. */
+void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
+                tm_gain *g);
+/* A loss on time or peak that its uncertainty does not cover. */
+bool tm_gain_lost(const tm_gain *g);
+/* At rate °C of peak per 1 % of time (NAN: none), is what g wins worth
+ * what it loses, each at the unfavourable end of its uncertainty? */
+bool tm_gain_worth(const tm_gain *g, double rate);
+/* "1.86 ± 0.50 % faster, peak 3.8 ± 1.7 °C hotter, wear as if …" */
+void tm_gain_text(const tm_gain *g, strbuf *b);
+/* Weighs the solver's placement in sol against the problem's reference
+ * (torchrun's placement) and fills sol->rule; when the rule keeps the
+ * reference, or a placement without losses replaces a trade, sol's
+ * placement and evaluation become that one. */
+void tm_decide(const tm_problem *pb, tm_solution *sol);
 
 /* sim.c: the event-level simulator (docs/model.md, section 14). Per rank
  * (one rank per GPU): clock factor (1 = full clock), busy fraction, power,

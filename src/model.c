@@ -115,17 +115,26 @@ double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
 		double x = tm_rank_temp(pb, r, flat[r], t);
 		if (x > ev->peak_temp_c)
 			ev->peak_temp_c = x;
+		ev->wear += tm_wear_of(x);
 		if (t_ref > 0) {
 			x = tm_rank_temp(pb, r, flat[r], t_ref);
 			if (x > ev->peak_ref_c)
 				ev->peak_ref_c = x;
+			ev->wear_ref += tm_wear_of(x);
 		}
 		ev->moves += flat[r] != pb->ref_gpu[r];
 	}
-	if (!(t_ref > 0))
+	if (!(t_ref > 0)) {
 		ev->peak_ref_c = ev->peak_temp_c;
+		ev->wear_ref = ev->wear;
+	}
 	ev->cost_ms = t + pb->move_cost_ms * ev->moves;
 	return t;
+}
+
+double tm_wear_of(double t)
+{
+	return exp2((t - 50) / 10);
 }
 
 double tm_crit_value(const tm_eval *ev, int crit)
@@ -133,6 +142,7 @@ double tm_crit_value(const tm_eval *ev, int crit)
 	switch (crit) {
 	case TM_CRIT_TIME: return ev->cost_ms;
 	case TM_CRIT_PEAK: return ev->peak_ref_c;
+	case TM_CRIT_WEAR: return ev->wear_ref;
 	default: return ev->moves;
 	}
 }

@@ -85,7 +85,7 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 {
 	int npp = pb->npp, heavier = 0, lighter = 0, cnt = 0, used = 0;
 	double hsum_sel[64], *hall, min_sel = INFINITY, max_sel = -INFINITY;
-	double temp = -INFINITY, btemp = -INFINITY, busy = 0;
+	double temp = -INFINITY, btemp = -INFINITY, busy = 0, tsd = 0;
 	bool known = true;
 
 	for (int q = 0; q < npp; q++) {
@@ -103,10 +103,15 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 	else
 		sb_addf(b, "stage %d of %d by work", heavier + 1, npp);
 	for (int r = 0; r < pb->nranks; r++) {
+		double x;
 		if (pb->rank_stage[r] != s)
 			continue;
 		busy = fmax(busy, tm_rank_busy(pb, r, flat[r], t));
-		temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
+		x = tm_rank_temp(pb, r, flat[r], t);
+		if (x > temp) {
+			temp = x;
+			tsd = tm_temp_sd(pb, flat[r], tm_rank_busy(pb, r, flat[r], t));
+		}
 		btemp = fmax(btemp, tm_rank_temp(pb, r, base[r], t));
 		if (cnt < 64)
 			hsum_sel[cnt] = pb->headroom[flat[r]];
@@ -139,12 +144,73 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 		sb_add(b, " °C)");
 		free(hall);
 	}
-	sb_addf(b, "; predicted %.1f °C", temp);
+	if (!pb->uniform_derate) {
+		/* speeds differ somewhere: say what this stage runs at */
+		double d = 1, sd = 0;
+		for (int r = 0; r < pb->nranks; r++)
+			if (pb->rank_stage[r] == s && pb->derate[flat[r]] >= d) {
+				d = pb->derate[flat[r]];
+				sd = pb->derate_sd[flat[r]];
+			}
+		sb_addf(b, ", derate %.3f ± %.3f", d, sd);
+	}
+	sb_addf(b, "; predicted %.1f ± %.1f °C", temp, tsd);
 	if (fabs(btemp - temp) >= 0.05)
 		sb_addf(b, " (identity placement: %.1f °C)", btemp);
 }
 
 /* ---- plan.json ----------------------------------------------------------- */
+
+static const char *const verdicts[] = {
+	[TM_VERDICT_NONE] = "none", [TM_VERDICT_SAME] = "same",
+	[TM_VERDICT_MOVE] = "move", [TM_VERDICT_KEEP] = "keep",
+};
+
+static void write_gain(jw *w, const char *key, const tm_gain *g)
+{
+	jw_obj(w, key, true);
+	jw_num(w, "time_pct", g->time_pct, 3);
+	jw_num(w, "time_sd_pct", g->time_sd, 3);
+	jw_num(w, "peak_c", g->peak_c, 2);
+	jw_num(w, "peak_sd_c", g->peak_sd, 2);
+	jw_num(w, "wear_c", g->wear_c, 2);
+	jw_num(w, "wear_sd_c", g->wear_sd, 2);
+	jw_end_obj(w);
+}
+
+/* The evidence rule's verdict (docs/model.md, section 16). */
+static void write_decision(jw *w, const tm_problem *pb,
+                           const tm_solution *sol)
+{
+	const tm_ruling *R = &sol->rule;
+	const tm_policy *pol = pb->pol;
+	jw_obj(w, "decision", false);
+	jw_str(w, "verdict", verdicts[R->verdict]);
+	if (R->verdict == TM_VERDICT_NONE) {
+		jw_str(w, "reason", !pol->evidence ? "the policy turns the "
+		       "evidence rule off" : pb->job->relayered ? "the policy "
+		       "changes layers; the evidence rule weighs placements "
+		       "only" : "the policy's method places by a fixed rule");
+		jw_end_obj(w);
+		return;
+	}
+	jw_str(w, "reason", R->reason);
+	write_gain(w, "gain", &R->gain);
+	if (R->verdict == TM_VERDICT_KEEP || R->resolved) {
+		jw_obj(w, "policy_best", true);
+		jw_num(w, "iteration_ms", R->best.iteration_ms, 4);
+		jw_num(w, "peak_temp_c", R->best.peak_temp_c, 2);
+		jw_int(w, "moved_ranks", R->best.moves);
+		jw_end_obj(w);
+		write_gain(w, "policy_best_gain", &R->best_gain);
+	}
+	jw_obj(w, "min_gain", true);
+	jw_num(w, "time_pct", pol->min_gain.time_pct, 3);
+	jw_num(w, "peak_c", pol->min_gain.peak_c, 2);
+	jw_end_obj(w);
+	jw_num(w, "exchange_c_per_pct", pol->exchange_c_per_pct, 3);
+	jw_end_obj(w);
+}
 
 static void write_json(const tm_problem *pb, const tm_solution *sol,
                        const int *flat, const int *base, const char *id,
@@ -193,12 +259,15 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 	       sol->baseline.iteration_ms * 100, 3);
 	jw_num(&w, "peak_temp_drop_c", sol->baseline.peak_temp_c -
 	       sol->ev.peak_temp_c, 2);
+	jw_num(&w, "wear", sol->ev.wear, 4);
 	jw_obj(&w, "baseline", true);
 	jw_str(&w, "policy", "identity");
 	jw_num(&w, "iteration_ms", sol->baseline.iteration_ms, 4);
 	jw_num(&w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
+	jw_num(&w, "wear", sol->baseline.wear, 4);
 	jw_end_obj(&w);
 	jw_end_obj(&w);
+	write_decision(&w, pb, sol);
 	if (extra)
 		extra(&w, ud);
 	jw_obj(&w, "constraints", true);
@@ -259,6 +328,8 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 		jw_num(&w, "busy", tm_rank_busy(pb, r, g, t), 3);
 		jw_num(&w, "power_w", tm_rank_power(pb, r, g, t), 1);
 		jw_num(&w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
+		jw_num(&w, "temp_sd_c", tm_temp_sd(pb, g, tm_rank_busy(pb, r, g,
+		       t)), 2);
 		jw_end_obj(&w);
 	}
 	jw_end_arr(&w);
@@ -635,6 +706,8 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	        (b0->iteration_ms - e->iteration_ms) / b0->iteration_ms * 100,
 	        e->peak_temp_c, b0->peak_temp_c, e->peak_temp_c - b0->peak_temp_c,
 	        e->moves, pb->nranks);
+	if (sol->rule.verdict != TM_VERDICT_NONE)
+		sb_addf(&b, "decision: %s\n", sol->rule.reason);
 	for (int s = 0; s < pb->npp; s++) {
 		sb_addf(&b, "stage %d: ", s);
 		tm_why_stage(pb, flat, base, e->iteration_ms, s, &b);

@@ -14,9 +14,10 @@ const char tm_default_policy_text[] =
 "  \"format\": \"thermap.policy/1\",\n"
 "  \"name\": \"thermal\",\n"
 "  \"method\": \"ilp\",\n"
-"  \"objective\": {\"order\": [\"time\", \"peak_temp\"], \"tolerance\": 0.001, \"move_cost_ms\": 0},\n"
+"  \"objective\": {\"order\": [\"time\", \"peak_temp\", \"wear\"], \"tolerance\": 0.001, \"move_cost_ms\": 0},\n"
 "  \"constraints\": {\"tp_nvlink\": true, \"pp_nvlink\": false, \"max_temp_c\": null,\n"
 "                  \"rebalance_layers\": false, \"min_layers\": 1, \"max_moves\": null},\n"
+"  \"decision\": {\"evidence\": true, \"min_gain\": \"0\", \"exchange_c_per_pct\": 1.0},\n"
 "  \"solver\": {\"time_limit_s\": 10, \"mip_gap\": 0.0}\n"
 "}\n";
 
@@ -35,11 +36,12 @@ const char *tm_method_name(int method)
 	return "?";
 }
 
-static const char *const crit_names[] = { "time", "peak_temp", "moves" };
+static const char *const crit_names[TM_MAX_CRIT] = { "time", "peak_temp",
+	"moves", "wear" };
 
 const char *tm_crit_name(int crit)
 {
-	return crit >= 0 && crit < 3 ? crit_names[crit] : "?";
+	return crit >= 0 && crit < TM_MAX_CRIT ? crit_names[crit] : "?";
 }
 
 void tm_policy_free(tm_policy *p)
@@ -63,19 +65,21 @@ static int load_objective(const jin *J, json_t *o, tm_policy *p)
 		return rc;
 	if (order) {
 		size_t n = json_array_size(order);
-		if (n == 0 || n > 3)
-			return jin_fail(J, "objective", "order", "expected 1 to 3 "
-			                "criteria from \"time\", \"peak_temp\", \"moves\"");
+		if (n == 0 || n > TM_MAX_CRIT)
+			return jin_fail(J, "objective", "order", "expected 1 to %d "
+			                "criteria from \"time\", \"peak_temp\", "
+			                "\"wear\", \"moves\"", TM_MAX_CRIT);
 		p->ncrit = 0;
 		for (size_t i = 0; i < n; i++) {
 			const char *s = json_string_value(json_array_get(order, i));
 			int c = -1;
-			for (int k = 0; s && k < 3; k++)
+			for (int k = 0; s && k < TM_MAX_CRIT; k++)
 				if (!strcmp(s, crit_names[k]))
 					c = k;
 			if (c < 0)
 				return jin_fail(J, "objective", "order", "entry %zu: expected "
-				                "\"time\", \"peak_temp\" or \"moves\"", i);
+				                "\"time\", \"peak_temp\", \"wear\" or "
+				                "\"moves\"", i);
 			for (int k = 0; k < p->ncrit; k++)
 				if (p->crit[k] == c)
 					return jin_fail(J, "objective", "order", "names \"%s\" "
@@ -89,6 +93,28 @@ static int load_objective(const jin *J, json_t *o, tm_policy *p)
 	                  &p->move_cost_ms)))
 		return rc;
 	return 0;
+}
+
+/* "decision": the evidence rule of docs/model.md, section 16. */
+static int load_decision(const jin *J, json_t *o, tm_policy *p)
+{
+	static const char *const known[] = { "evidence", "min_gain",
+		"exchange_c_per_pct", NULL };
+	const char *P = "decision";
+	char *mg = NULL;
+	int rc;
+
+	jin_unknown(J, o, P, known);
+	if ((rc = jin_bool(J, o, P, "evidence", 0, &p->evidence)) ||
+	    (rc = jin_num(J, o, P, "exchange_c_per_pct", JF_NULL, 0, 1000,
+	                  &p->exchange_c_per_pct)) ||
+	    (rc = jin_str(J, o, P, "min_gain", 0, &mg)))
+		return rc;
+	if (mg && tm_min_gain_parse(mg, &p->min_gain) != 0)
+		rc = jin_fail(J, P, "min_gain", "\"%.40s\": expected a least gain "
+		              "like \"1%%\", \"2C\", \"1%%,2C\" or \"0\"", mg);
+	free(mg);
+	return rc;
 }
 
 static int load_constraints(const jin *J, json_t *o, tm_policy *p)
@@ -119,7 +145,7 @@ static int load_policy(const char *file, json_t *root, tm_policy *p,
                        tm_error *err)
 {
 	static const char *const known[] = { "format", "name", "description",
-		"method", "objective", "constraints", "solver", NULL };
+		"method", "objective", "constraints", "decision", "solver", NULL };
 	static const char *const known_solver[] = { "time_limit_s", "mip_gap",
 		NULL };
 	jin J = { file, err };
@@ -145,6 +171,8 @@ static int load_policy(const char *file, json_t *root, tm_policy *p,
 	    (o && (rc = load_objective(&J, o, p))) ||
 	    (rc = jin_obj(&J, root, "", "constraints", 0, &o)) ||
 	    (o && (rc = load_constraints(&J, o, p))) ||
+	    (rc = jin_obj(&J, root, "", "decision", 0, &o)) ||
+	    (o && (rc = load_decision(&J, o, p))) ||
 	    (rc = jin_obj(&J, root, "", "solver", 0, &o)))
 		goto out;
 	if (o) {
@@ -177,6 +205,9 @@ static tm_policy *policy_new(const char *file)
 	p->min_layers = 1;
 	p->max_moves = -1;
 	p->time_limit_s = 10;
+	p->evidence = true;
+	p->min_gain.time_pct = p->min_gain.peak_c = 0;
+	p->exchange_c_per_pct = NAN;
 	return p;
 }
 

@@ -516,6 +516,14 @@ static int same_gpu_counts(const tm_cluster *c, const tm_job *j,
 	return 0;
 }
 
+static bool names_crit(const tm_policy *pol, int crit)
+{
+	for (int k = 0; k < pol->ncrit; k++)
+		if (pol->crit[k] == crit)
+			return true;
+	return false;
+}
+
 int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                    const tm_policy *pol, bool allow_unprofiled,
                    tm_problem **out, tm_error *err)
@@ -535,6 +543,9 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	pb->c = c;
 	pb->job = j;
 	pb->pol = pol;
+	pb->prof_doc = p;
+	pb->allow_unprofiled = allow_unprofiled;
+	pb->uneven_hosts = uneven_hosts;
 	memcpy(pb->profile_sha256, p->sha256, sizeof pb->profile_sha256);
 	pb->nhost = c->nnodes;
 	for (int h = 0; h < c->nnodes; h++)
@@ -592,11 +603,15 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	ranks(pb);
 	pb->ref_gpu = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	tm_identity(pb, pb->ref_gpu);
-	pb->ncrit = pol->ncrit;
-	memcpy(pb->crit, pol->crit, sizeof pb->crit);
-	for (k = 0; k < pb->ncrit && pb->crit[k] != TM_CRIT_MOVES; k++)
-		;
-	if (k == pb->ncrit)
+	pb->ncrit = 0;
+	for (k = 0; k < pol->ncrit; k++) {
+		pb->crit[pb->ncrit++] = pol->crit[k];
+		/* the peak alone ties whenever one GPU sets it whatever it
+		 * runs: wear looks past it, unless the policy places it */
+		if (pol->crit[k] == TM_CRIT_PEAK && !names_crit(pol, TM_CRIT_WEAR))
+			pb->crit[pb->ncrit++] = TM_CRIT_WEAR;
+	}
+	if (!names_crit(pol, TM_CRIT_MOVES))
 		pb->crit[pb->ncrit++] = TM_CRIT_MOVES;
 	*out = pb;
 	return 0;
@@ -621,4 +636,16 @@ void tm_problem_set_reference(tm_problem *pb, const int *ref,
 		pb->hint = xmalloc(n);
 		memcpy(pb->hint, hint, n);
 	}
+}
+
+int tm_problem_clone(const tm_problem *pb, const tm_policy *pol,
+                     tm_problem **out, tm_error *err)
+{
+	int rc = tm_problem_open(pb->c, pb->prof_doc, pb->job, pol,
+	                         pb->allow_unprofiled, pb->uneven_hosts, out,
+	                         err);
+	if (rc == 0 && pb->ref_custom)
+		tm_problem_set_reference(*out, pb->ref_gpu, pb->move_cost_ms,
+		                         pb->hint);
+	return rc;
 }

@@ -462,8 +462,10 @@ int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
 		tm_run_free(run);
 		return rc;
 	}
-	if (!run->job)
+	if (!run->job) {
+		tm_decide(run->pb, &run->sol);
 		return 0;
+	}
 	run->layers = xmalloc(sizeof(int) * (size_t)job->nstages);
 	for (int i = 0; i < job->nstages; i++)
 		run->layers[i] = run->job->stages[i].layers;

@@ -400,6 +400,7 @@ typedef struct replan {
 	const tm_min_gain *mg;
 	double move_cost_ms;      /* the policy's price of a moved rank */
 	double gain_t, gain_net, gain_p;
+	tm_gain g;                /* of the best over from, with uncertainty */
 } replan;
 
 static void gpu_name(const tm_problem *pb, int g, char *buf, size_t len)
@@ -573,13 +574,18 @@ static char *decision_line(const replan *R, const char *plan_id,
 	jw_obj(&w, "gain", true);
 	jw_num(&w, "time_pct", R->gain_t, 3);
 	jw_num(&w, "net_time_pct", R->gain_net, 3);
+	jw_num(&w, "time_sd_pct", R->g.time_sd, 3);
 	jw_num(&w, "peak_c", R->gain_p, 2);
+	jw_num(&w, "peak_sd_c", R->g.peak_sd, 2);
 	jw_end_obj(&w);
 	write_min_gain(&w, mg);
 	if (strcmp(R->decision, "move")) {
+		/* against the larger of the minimum and the uncertainty */
 		jw_obj(&w, "short_by", true);
-		jw_num(&w, "time_pct", mg->time_pct - R->gain_net, 3);
-		jw_num(&w, "peak_c", mg->peak_c - R->gain_p, 2);
+		jw_num(&w, "time_pct", fmax(mg->time_pct, R->g.time_sd) -
+		       R->gain_net, 3);
+		jw_num(&w, "peak_c", fmax(mg->peak_c, R->g.peak_sd) - R->gain_p,
+		       2);
 		jw_end_obj(&w);
 	}
 	jw_num(&w, "move_cost_ms", R->move_cost_ms, 4);
@@ -595,15 +601,21 @@ static double nz(double x)
 	return fabs(x) < 0.005 ? 0 : x;
 }
 
-/* A gain past either threshold, by a placement the policy does not rank
- * below the reference (its own order decides what may be traded). */
+/* A gain past either threshold and past its own uncertainty (a gain the
+ * model cannot tell from noise moves nothing), by a placement the policy
+ * does not rank below the reference (its own order decides what may be
+ * traded). */
 static bool worth(const tm_problem *pb, const tm_eval *ref,
                   const tm_eval *best, const tm_min_gain *mg, double net,
-                  double dp)
+                  double dp, const tm_gain *g)
 {
 	if (tm_eval_better(pb, ref, best))
 		return false;
-	return net > mg->time_pct || dp > mg->peak_c;
+	/* a trade only at the policy's exchange rate */
+	if (tm_gain_lost(g) && !tm_gain_worth(g, pb->pol->exchange_c_per_pct))
+		return false;
+	return (net > mg->time_pct && net > g->time_sd) ||
+	       (dp > mg->peak_c && dp > g->peak_sd);
 }
 
 static void fmt_need(const tm_min_gain *mg, strbuf *b)
@@ -744,21 +756,24 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	R.gain_net = (R.from_ev.cost_ms - R.best_ev.cost_ms) /
 	             R.from_ev.iteration_ms * 100;
 	R.gain_p = R.from_ev.peak_temp_c - R.best_ev.peak_temp_c;
+	tm_gain_of(pb, least, best, &R.g);
 	R.P = &P;
 	R.move_cost_ms = pol->move_cost_ms;
 	R.ref = ref;
 	R.lost = lost;
 	R.mg = mg;
 	if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
-	    worth(pb, &R.from_ev, &R.best_ev, mg, R.gain_net, R.gain_p)) {
+	    worth(pb, &R.from_ev, &R.best_ev, mg, R.gain_net, R.gain_p,
+	          &R.g)) {
 		R.decision = "move";
 		sb_addf(&reason, "the best placement gains %.2f %% iteration time "
-		        "(%.2f %% net of move costs) and %.1f °C peak over %s, "
-		        "moving %d rank(s); the minimum is ", nz(R.gain_t),
-		        nz(R.gain_net), nz(R.gain_p), R.keep_ok ?
-		        "keeping the previous plan" : "its least change",
-		        R.best_ev.moves);
+		        "(%.2f ± %.2f %% net of move costs) and %.1f ± %.1f °C "
+		        "peak over %s, moving %d rank(s); the minimum is ",
+		        nz(R.gain_t), nz(R.gain_net), R.g.time_sd, nz(R.gain_p),
+		        R.g.peak_sd, R.keep_ok ? "keeping the previous plan" :
+		        "its least change", R.best_ev.moves);
 		fmt_need(mg, &reason);
+		sb_add(&reason, ", beyond the model's uncertainty");
 		R.pb = wpb = pb;
 		R.flat = best;
 		wsol = &sol;
@@ -770,12 +785,14 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 			        R.keep_ok ? "the previous one" : "the least change");
 		else
 			sb_addf(&reason, "the best placement gains %.2f %% "
-			        "iteration time (%.2f %% net of move costs) and %.1f "
-			        "°C peak over %s; ", nz(R.gain_t), nz(R.gain_net),
-			        nz(R.gain_p), R.keep_ok ? "keeping the previous plan" :
+			        "iteration time (%.2f ± %.2f %% net of move costs) and "
+			        "%.1f ± %.1f °C peak over %s; ", nz(R.gain_t),
+			        nz(R.gain_net), R.g.time_sd, nz(R.gain_p), R.g.peak_sd,
+			        R.keep_ok ? "keeping the previous plan" :
 			        "its least change");
 		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
-		    (R.gain_net > mg->time_pct || R.gain_p > mg->peak_c)) {
+		    ((R.gain_net > mg->time_pct && R.gain_net > R.g.time_sd) ||
+		     (R.gain_p > mg->peak_c && R.gain_p > R.g.peak_sd))) {
 			/* past a threshold, but a trade the policy's order refuses */
 			sb_add(&reason, "the policy ranks it below that (criteria");
 			for (int k = 0; k < pb->ncrit; k++)
@@ -785,6 +802,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 		} else if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks)) {
 			sb_add(&reason, "that falls short of ");
 			fmt_need(mg, &reason);
+			sb_add(&reason, ", or of the model's uncertainty");
 		}
 		if (!R.keep_ok)
 			sb_addf(&reason, "; the previous placement cannot stay (%s), "

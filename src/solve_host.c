@@ -209,17 +209,20 @@ bool tm_host_decomposable(const tm_problem *pb)
 	const tm_policy *pol = pb->pol;
 	double in_bw = NAN, N = pb->nnodes, U = pb->nusable;
 	double K = (double)pb->nproc / pb->nmember;
-	int kp = -1, km = -1;
+	int kp = -1, kw = -1, km = -1;
 
 	for (int k = 0; k < pb->ncrit; k++)
 		if (pb->crit[k] == TM_CRIT_PEAK)
 			kp = k;
+		else if (pb->crit[k] == TM_CRIT_WEAR)
+			kw = k;
 		else if (pb->crit[k] == TM_CRIT_MOVES)
 			km = k;
 	/* replan's reference (a previous plan, maybe with GPUs gone) and
 	 * move prices are the direct program's business */
 	if (pb->ref_custom || pb->crit[0] != TM_CRIT_TIME ||
-	    (kp >= 0 && kp > km) || pol->pp_nvlink ||
+	    (kp >= 0 && kp > km) || (kw >= 0 && (kw > km || kw < kp)) ||
+	    pol->pp_nvlink ||
 	    !isnan(pol->max_temp_c) || pol->max_moves >= 0 ||
 	    !tm_instances_in_nodes(pb))
 		return false;
@@ -904,6 +907,92 @@ static double node_moves(const hd *H, int n, int u, const double *val,
 	return x;
 }
 
+/* Node n's ranks on GPUs of host u with val < INFINITY, at the least
+ * mw·moved + lam·wear: moved counts ranks off their identity GPU (all of
+ * them on another host than the identity one), wear the ranks' shares at
+ * the reference time (wr, per stage and GPU). A tie term far below both
+ * puts heavy work on fast GPUs. Returns the exact value of the assignment
+ * found (without the tie term), and through *lo a lower bound on the
+ * least value (the tie term's largest total taken off); INFINITY when no
+ * assignment avoids the excluded pairs. Writes the GPUs to flat when
+ * given. */
+static double node_lag(const hd *H, int n, int u, const double *val,
+                       const double *wr, double mw, double lam, int *flat,
+                       double *lo)
+{
+	const tm_problem *pb = H->pb;
+	int first = pb->host_first[H->host[u]], P = pb->nproc;
+	int ng = pb->c->nodes[H->host[u]].ngpus;
+	double *c = xmalloc(sizeof(double) * (size_t)(P * ng)), x, wmax = 0;
+	double dmax = 0, tie, exact = 0;
+	int *col = xmalloc(sizeof(int) * (size_t)P);
+	bool home = u == H->refhost[n];
+
+	for (int s = 0; s < H->npp; s++)
+		wmax = fmax(wmax, pb->work[s]);
+	for (int i = 0; i < ng; i++)
+		dmax = fmax(dmax, pb->derate[first + i]);
+	/* the tie term stays below a millionth of the coarser of the two
+	 * costs' steps, so it only orders equals */
+	tie = 1e-6 / P * fmin(mw > 0 ? mw : INFINITY, lam > 0 ? lam * 1e-3 :
+	                      INFINITY);
+	if (!isfinite(tie))
+		tie = 1e-9;
+	for (int q = 0; q < P; q++) {
+		int r = n * P + q, s = pb->rank_stage[r];
+		for (int i = 0; i < ng; i++) {
+			int g = first + i;
+			size_t k = (size_t)s * pb->ngpu + g;
+			c[q * ng + i] = val[k] == INFINITY ? BIG :
+			    mw * (home ? g != pb->ref_gpu[r] : 1) + lam * wr[k] +
+			    tie * pb->work[s] * pb->derate[g] / (wmax * dmax);
+		}
+	}
+	x = lap(P, ng, c, col);
+	if (x < INFINITY) {
+		for (int q = 0; q < P; q++) {
+			int r = n * P + q, g = first + col[q];
+			exact += mw * (home ? g != pb->ref_gpu[r] : 1) +
+			         lam * wr[(size_t)pb->rank_stage[r] * pb->ngpu + g];
+			if (flat)
+				flat[r] = g;
+		}
+		*lo = x - tie * P;
+	} else {
+		exact = *lo = INFINITY;
+	}
+	free(c);
+	free(col);
+	return exact;
+}
+
+/* A placement from node_lag on every (node, host) pair and an assignment
+ * of nodes to hosts at the least total; its value exact, *lo a lower
+ * bound on the least total. INFINITY when there is none. */
+static double lag_place(const hd *H, const double *val, const double *wr,
+                        double mw, double lam, int *flat, double *lo)
+{
+	int N = H->N, U = H->U, *col = xmalloc(sizeof(int) * (size_t)N);
+	double *c = xmalloc(sizeof(double) * (size_t)(N * U)), x, l;
+	double *ex = xmalloc(sizeof(double) * (size_t)(N * U)), exact = 0;
+
+	for (int n = 0; n < N; n++)
+		for (int u = 0; u < U; u++) {
+			ex[n * U + u] = node_lag(H, n, u, val, wr, mw, lam, NULL, &l);
+			c[n * U + u] = l < INFINITY ? l : BIG;
+		}
+	x = lap(N, U, c, col);
+	*lo = x;
+	for (int n = 0; x < INFINITY && n < N; n++) {
+		exact += ex[n * U + col[n]];
+		node_lag(H, n, col[n], val, wr, mw, lam, flat, &l);
+	}
+	free(c);
+	free(ex);
+	free(col);
+	return x < INFINITY ? exact : INFINITY;
+}
+
 /* The hosts of the nodes in a placement. */
 static void hosts_of(const hd *H, const int *flat, int *col)
 {
@@ -924,10 +1013,10 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	witness w;
 	tm_eval ev;
 	size_t tab = (size_t)pb->npp * (size_t)pb->ngpu;
-	int N, U, kp = -1, km = -1, *cand, *col, rc = 0;
+	int N, U, kp = -1, kw = -1, km = -1, *cand, *col, rc = 0;
 	double lb, t_best = INFINITY, t_ref, tb, pbound = INFINITY;
-	double *th, *val, *c;
-	bool opt_t, opt_p = true, opt_m = false;
+	double wbound = INFINITY, *th, *val, *wr, *c;
+	bool opt_t, opt_p = true, opt_w = true, opt_m = false;
 
 	hd_init(&H, pb);
 	memset(&w, 0, sizeof w);
@@ -939,6 +1028,7 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	c = xmalloc(sizeof(double) * (size_t)(N * U));
 	th = xmalloc(sizeof(double) * tab);
 	val = xmalloc(sizeof(double) * tab);
+	wr = xmalloc(sizeof(double) * tab);
 
 	/* time: the bound, and the better of its placement and warm's */
 	lb = time_bound(&H, &w);
@@ -963,6 +1053,8 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	for (int k = 0; k < pb->ncrit; k++)
 		if (pb->crit[k] == TM_CRIT_PEAK)
 			kp = k;
+		else if (pb->crit[k] == TM_CRIT_WEAR)
+			kw = k;
 		else if (pb->crit[k] == TM_CRIT_MOVES)
 			km = k;
 
@@ -974,6 +1066,8 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 			double wk = pb->work[s];
 			th[(size_t)s * pb->ngpu + g] =
 				tm_rank_temp(pb, pb->inst_rank[s * H.nm], g, t_ref);
+			wr[(size_t)s * pb->ngpu + g] =
+				tm_wear_of(th[(size_t)s * pb->ngpu + g]);
 			val[(size_t)s * pb->ngpu + g] =
 				H.m * wk * pb->derate[g] + (H.wsum - wk) * H.dmin /
 				H.v + H.hmin <= tb ? th[(size_t)s * pb->ngpu + g]
@@ -1013,8 +1107,67 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 				val[i] = INFINITY;
 	}
 
+	/* wear: a sum of one share per rank, so the least per node and host
+	 * is an assignment, and the least overall one of nodes to hosts */
+	if (kw > 0) {
+		double wlb, wx = lag_place(&H, val, wr, 0, 1, cand, &wlb);
+		opt_w = wx < INFINITY;
+		if (opt_w) {
+			/* exchanges of ranks of one stage keep every share */
+			flat_search(&H, cand, false);
+			opt_w = tm_eval_flat(pb, cand, t_ref, &ev) <= tb &&
+			        ev.peak_ref_c <= pbound;
+		}
+		if (opt_w) {
+			memcpy(flat, cand, sizeof(int) * (size_t)pb->nranks);
+			opt_w = ev.wear_ref <= wlb + 1e-9 * (1 + wlb);
+		}
+		tm_eval_flat(pb, flat, t_ref, &ev);
+		sol->best[kw] = ev.wear_ref;
+		wbound = tm_crit_bound(pb, TM_CRIT_WEAR, ev.wear_ref);
+	}
+
+	/* moves under a wear bound: Lagrange's relaxation, moves + λ·(wear −
+	 * bound), is an assignment again; each λ gives a lower bound on the
+	 * fewest moves and a placement, proven when a placement within the
+	 * bound meets the best lower bound */
+	if (kw > 0) {
+		int *best = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		double lo_lam = 0, hi_lam = INFINITY, lam = 0, mlb = 0;
+		double bestm = INFINITY;
+		for (int it = 0; it < 60; it++) {
+			double l, x = lag_place(&H, val, wr, 1, lam, cand, &l);
+			if (x == INFINITY)
+				break;
+			mlb = fmax(mlb, ceil(l - lam * wbound - 1e-6));
+			flat_search(&H, cand, true);
+			tm_eval_flat(pb, cand, t_ref, &ev);
+			if (ev.wear_ref <= wbound && ev.iteration_ms <= tb &&
+			    ev.peak_ref_c <= pbound) {
+				if (ev.moves < bestm) {
+					bestm = ev.moves;
+					memcpy(best, cand, sizeof(int) * (size_t)pb->nranks);
+				}
+				hi_lam = lam;
+			} else {
+				lo_lam = lam;
+			}
+			if (bestm <= mlb)
+				break;
+			lam = hi_lam == INFINITY ? (lam > 0 ? lam * 4 : 1e-3) :
+			      lo_lam > 0 ? sqrt(lo_lam * hi_lam) : hi_lam / 4;
+			if (hi_lam < INFINITY && hi_lam - lo_lam <= 1e-9 * hi_lam)
+				break;
+		}
+		if (bestm < INFINITY) {
+			memcpy(flat, best, sizeof(int) * (size_t)pb->nranks);
+			opt_m = bestm <= mlb;
+		}
+		free(best);
+		tm_eval_flat(pb, flat, t_ref, &ev);
+		sol->best[km] = ev.moves;
+	} else {
 	/* moves: the fewest per node and host, then per assignment */
-	{
 		double mlb;
 		for (int n = 0; n < N; n++)
 			for (int u = 0; u < U; u++)
@@ -1040,7 +1193,7 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	}
 
 	snprintf(sol->status, sizeof sol->status, "%s",
-	         opt_t && opt_p && opt_m ? "optimal" : "feasible");
+	         opt_t && opt_p && opt_w && opt_m ? "optimal" : "feasible");
 	snprintf(sol->formulation, sizeof sol->formulation,
 	         "host decomposition");
 	sol->best[0] = t_best;
@@ -1058,5 +1211,6 @@ out:
 	free(c);
 	free(th);
 	free(val);
+	free(wr);
 	return rc;
 }

@@ -46,6 +46,7 @@ typedef struct ilp {
 	int *ccol;            /* replica*nhops + hop → column, 0 if constant */
 	int acol;             /* all-reduce time, 0 if constant or none */
 	int tcol, pcol;       /* iteration time, peak temperature */
+	int wcol;             /* wear at the reference time */
 	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
 	bool names;           /* name rows and columns (for --write-lp) */
 	bool comm_const;      /* every GPU pair has the same bandwidth */
@@ -442,13 +443,24 @@ static void build(ilp *L)
 		moves_row(L, pol->max_moves, "max_moves");
 }
 
-/* Temperature rows, once the reference time is known. */
+/* Temperature rows, once the reference time is known. A GPU's
+ * temperature is one constant per rank it may hold, so its wear share
+ * is too: wear is linear in x, W ≥ Σ_r Σ_g wear(θ_r,g) x[r,g]. */
 static void build_thermal(ilp *L)
 {
 	const tm_problem *pb = L->pb;
 	int R = pb->nranks, G = pb->ngpu;
 	L->pcol = add_col(L, GLP_CV, -INFINITY, INFINITY, "P");
 	glp_set_col_bnds(L->P, L->pcol, GLP_FR, 0, 0);
+	L->wcol = add_col(L, GLP_CV, 0, INFINITY, "W");
+	row_begin(L);
+	for (int r = 0; r < R; r++)
+		for (int g = 0; g < G; g++)
+			if (L->xcol[r * G + g])
+				row_add(L, L->xcol[r * G + g],
+				        -tm_wear_of(theta(L, r, g)));
+	row_add(L, L->wcol, 1);
+	row_end(L, GLP_LO, 0, 0, "wear");
 	for (int g = 0; g < G; g++) {
 		row_begin(L);
 		for (int r = 0; r < R; r++)
@@ -473,7 +485,7 @@ static void fill(ilp *L, const int *flat)
 {
 	const tm_problem *pb = L->pb;
 	int G = pb->ngpu, H = pb->nhost, ncol = glp_get_num_cols(L->P);
-	double tmax = 0, pk = -INFINITY;
+	double tmax = 0, pk = -INFINITY, wear = 0;
 	tm_eval ev;
 
 	L->vec = xrealloc(L->vec, sizeof(double) * (size_t)(ncol + 1));
@@ -488,6 +500,8 @@ static void fill(ilp *L, const int *flat)
 			L->vec[L->zcol[r / pb->nproc * H + pb->gpu_host[flat[r]]]] = 1;
 		if (L->pcol && theta(L, r, flat[r]) > pk)
 			pk = theta(L, r, flat[r]);
+		if (L->wcol)
+			wear += tm_wear_of(theta(L, r, flat[r]));
 	}
 	for (int d = 0; d < pb->nrep; d++) {
 		double b = 0;
@@ -509,6 +523,8 @@ static void fill(ilp *L, const int *flat)
 	L->vec[L->tcol] = tmax;
 	if (L->pcol)
 		L->vec[L->pcol] = pk;
+	if (L->wcol)
+		L->vec[L->wcol] = wear;
 }
 
 static double now_ms(void)
@@ -572,6 +588,8 @@ static void objective(ilp *L, int crit)
 				glp_set_obj_coef(L->P, ref_col(L, r), -c);
 	} else if (crit == TM_CRIT_PEAK) {
 		glp_set_obj_coef(L->P, L->pcol, 1);
+	} else if (crit == TM_CRIT_WEAR) {
+		glp_set_obj_coef(L->P, L->wcol, 1);
 	} else {
 		glp_set_obj_coef(L->P, 0, pb->nranks);
 		for (int r = 0; r < pb->nranks; r++)
@@ -583,7 +601,7 @@ static void objective(ilp *L, int crit)
 		glp_set_obj_name(L->P, crit == TM_CRIT_TIME ||
 		                 crit == TIME_BARE ? "iteration_ms" :
 		                 crit == TM_CRIT_PEAK ? "peak_temp_c" :
-		                 "moved_ranks");
+		                 crit == TM_CRIT_WEAR ? "wear" : "moved_ranks");
 }
 
 /* One phase: minimise a criterion. Returns 0 with the placement in flat,
@@ -649,6 +667,8 @@ static void hold(ilp *L, int crit, double b)
 		glp_set_col_bnds(L->P, L->tcol, GLP_DB, 0, b);
 	else if (crit == TM_CRIT_PEAK)
 		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
+	else if (crit == TM_CRIT_WEAR)
+		glp_set_col_bnds(L->P, L->wcol, GLP_DB, 0, b);
 	else
 		moves_row(L, b, "hold_moves");
 }

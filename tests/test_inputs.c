@@ -87,7 +87,7 @@ static const tcase cases[] = {
 	/* policy */
 	{ POLICY, "{\"format\":\"thermap.policy/1\",\"name\":\"x\"}", "FILE: method: missing; expected a string" },
 	{ POLICY, Q1 "\"method\":\"simplex\"}", "FILE: method: \"simplex\" is not a method; expected \"ilp\", \"greedy\", \"greedy-coolest\", \"identity\", \"alternating\" or \"brute\"" },
-	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"speed\"]}}", "FILE: objective.order: entry 0: expected \"time\", \"peak_temp\" or \"moves\"" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"speed\"]}}", "FILE: objective.order: entry 0: expected \"time\", \"peak_temp\", \"wear\" or \"moves\"" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"time\",\"time\"]}}", "FILE: objective.order: names \"time\" twice" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"tolerance\":2}}", "FILE: objective.tolerance: 2 is out of range; expected a number from 0 to 1" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"constraints\":{\"tp_nvlink\":1}}", "FILE: constraints.tp_nvlink: expected true or false" },

@@ -89,9 +89,12 @@ static void test_hand_computed(void **state)
 	/* t0 = 3·1.0, t1 = 6·1.5 = 9; T = 3 + 9 + hop + (4 − 1)·9 */
 	t = tm_eval_flat(pb, flat, 0, &ev);
 	assert_true(fabs(t - (3 + 9 + hop + 27)) < 1e-9);
-	/* GPU 1 busy 4·6·1.5/T, P = 100 + busy·400, temp = 30 + 0.05·P */
+	/* GPU 1 busy 4·6·1.5/T; waiting it draws 100 + 0.45·400 = 280 W,
+	 * computing 500 W: P = 280 + busy·220, temp = 30 + 0.05·P */
+	assert_true(fabs(tm_rank_power(pb, 1, 1, t) -
+	                 (280 + 4 * 9 / t * 220)) < 1e-9);
 	assert_true(fabs(tm_rank_temp(pb, 1, 1, t) -
-	                 (30 + 0.05 * (100 + 4 * 9 / t * 400))) < 1e-9);
+	                 (30 + 0.05 * (280 + 4 * 9 / t * 220))) < 1e-9);
 	assert_true(fabs(ev.peak_temp_c - fmax(tm_rank_temp(pb, 0, 0, t),
 	                                       tm_rank_temp(pb, 1, 1, t))) < 1e-12);
 	/* swapped: heavy stage on the fast GPU is faster */

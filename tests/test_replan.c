@@ -189,6 +189,16 @@ static tm_gpu_profile *entry_of(tm_profile *p, const tm_cluster *c, int h,
 	return NULL;
 }
 
+/* A GPU that loses clock to heat: a derate the planner takes as a speed
+ * (the fixture's GPUs ran at the power cap, whose clocks it does not). */
+static void slow_gpu(tm_gpu_profile *e, double derate)
+{
+	e->derate = derate;
+	e->derate_sd = 0.005;
+	e->derate_basis = TM_BASIS_THERMAL;
+	e->thermal_slowdown_frac = 1;
+}
+
 /* Every finite temperature field of every entry moved by U(-0.5, 0.5). */
 static void perturb(tm_profile *p)
 {
@@ -917,8 +927,8 @@ static void test_move_cost(void **state)
 	}
 	assert_true(heavy >= 0);
 	q = profile_copy(p);
-	entry_of(q, c, run.sol.pl->host[heavy], run.sol.pl->gpu[heavy])->derate =
-		1.2;
+	slow_gpu(entry_of(q, c, run.sol.pl->host[heavy],
+	                  run.sol.pl->gpu[heavy]), 1.2);
 
 	/* the default minimum gain: the best placement is ~14 % faster; its
 	 * faster iteration keeps every GPU busier and its peak rises by more
@@ -1049,7 +1059,7 @@ static void test_max_moves(void **state)
 	plan_to(c, p, j, pol, prev, &run);
 	where_of(c, run.sol.pl, &was);
 	q = profile_copy(p);
-	entry_of(q, c, run.sol.pl->host[3], run.sol.pl->gpu[3])->derate = 1.3;
+	slow_gpu(entry_of(q, c, run.sol.pl->host[3], run.sol.pl->gpu[3]), 1.3);
 	assert_int_equal(tm_min_gain_parse("1%", &mg), 0);  /* time alone */
 
 	for (int most = -1; most <= 2; most++) {
@@ -1449,7 +1459,7 @@ static void test_decision_line(void **state)
 
 	/* move: exit 0, the plan it names (time alone is enough) */
 	q = profile_copy(p);
-	entry_of(q, c, run.sol.pl->host[2], run.sol.pl->gpu[2])->derate = 1.2;
+	slow_gpu(entry_of(q, c, run.sol.pl->host[2], run.sol.pl->gpu[2]), 1.2);
 	assert_int_equal(tm_min_gain_parse("1%", &mg), 0);
 	assert_int_equal(replan(c, q, j, pol, prev, &mg, NULL, &res, &err), 0);
 	o = json_loads(res.json, 0, NULL);

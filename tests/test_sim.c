@@ -196,14 +196,14 @@ static void test_feedback(void **state)
 	f.j->microbatches = 8;
 	for (int g = 0; g < 2; g++) {
 		f.pb->derate[g] = 1;
-		f.pb->t_idle[g] = 40;
+		f.pb->t_wait[g] = 40;
 		f.pb->t_slope[g] = 40;      /* 80 °C at full load */
-		f.pb->p_idle[g] = 100;
+		f.pb->p_wait[g] = 100;
 		f.pb->p_slope[g] = 500;
 		f.pb->headroom[g] = 20;
 	}
 	f.pb->headroom[1] = -10;            /* slows down at 70 °C */
-	slow = f.pb->t_idle[1] + f.pb->t_slope[1] + f.pb->headroom[1];
+	slow = f.pb->t_wait[1] + f.pb->t_slope[1] + f.pb->headroom[1];
 	assert_int_equal(tm_simulate(f.pb, f.flat, false, &cold), 0);
 	assert_true(cold.temp_c[1] > slow);
 	assert_true(cold.clock[1] == 1 && cold.throttle_total_ms == 0);

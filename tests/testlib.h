@@ -121,6 +121,11 @@ static inline tm_profile *tl_profile(const tm_cluster *c, bool uniform)
 			double *f = &e->samples;
 			for (size_t i = 0; i < 18; i++)
 				f[i] = NAN;
+			/* derates known exactly, unless a test says otherwise */
+			e->derate_sd = 0;
+			e->temp_fit_sd_c = NAN;
+			e->power_wait_w = e->power_wait_sd_w = NAN;
+			e->derate_basis = TM_BASIS_UNSET;
 			e->host = xstrdup(c->nodes[h].host);
 			e->index = g;
 			e->derate = uniform ? 1.0 : tl_int(0, 2) ? 1.0 + 0.01 *

@@ -240,13 +240,24 @@ int tm_job_total_layers(const tm_job *j);
 enum tm_method { TM_METHOD_IDENTITY, TM_METHOD_GREEDY, TM_METHOD_ILP,
                  TM_METHOD_BRUTE, TM_METHOD_GREEDY_COOLEST,
                  TM_METHOD_ALTERNATING };
-enum tm_crit { TM_CRIT_TIME, TM_CRIT_PEAK, TM_CRIT_MOVES };
+enum tm_crit { TM_CRIT_TIME, TM_CRIT_PEAK, TM_CRIT_MOVES, TM_CRIT_WEAR };
+#define TM_MAX_CRIT 4
+
+typedef struct tm_min_gain {
+	double time_pct;     /* iteration-time gain net of move costs, %;
+	                        INFINITY: never enough on its own */
+	double peak_c;       /* peak temperature drop, °C; INFINITY: same */
+} tm_min_gain;
+#define TM_MIN_GAIN_DEFAULT "1%,2C"  /* replan's */
+/* "1%", "2C", "1%,2C" or "0"; a kind left out is never enough alone.
+ * 0, or -1 for text it cannot read. */
+int tm_min_gain_parse(const char *s, tm_min_gain *g);
 
 typedef struct tm_policy {
 	char *name;          /* policy name */
 	int method;          /* enum tm_method */
 	int ncrit;           /* criteria in order */
-	int crit[3];         /* enum tm_crit, lexicographic */
+	int crit[TM_MAX_CRIT]; /* enum tm_crit, lexicographic */
 	double tolerance;    /* relative tolerance between criteria */
 	double move_cost_ms; /* iteration-time price of one moved rank */
 	bool tp_nvlink;      /* tensor-parallel groups on NVLink */
@@ -257,6 +268,11 @@ typedef struct tm_policy {
 	int max_moves;       /* at most this many moved ranks; -1 = any */
 	double time_limit_s; /* solver wall-clock limit */
 	double mip_gap;      /* accepted relative MIP gap */
+	bool evidence;       /* keep torchrun's placement unless the best
+	                        one's gain beats the model's uncertainty */
+	tm_min_gain min_gain;/* and this least gain */
+	double exchange_c_per_pct; /* °C of peak worth 1 % of time; NAN: the
+	                        policy trades neither for the other */
 	char sha256[72];     /* of the file, or of the built-in text */
 	char *file;          /* file name, or "(built-in thermal policy)" */
 } tm_policy;
@@ -264,7 +280,7 @@ typedef struct tm_policy {
 int tm_policy_load(const char *file, tm_policy **out, tm_error *err);
 /* "ilp", "greedy-coolest", … */
 const char *tm_method_name(int method);
-/* "time", "peak_temp" or "moves" (enum tm_crit). */
+/* "time", "peak_temp", "moves" or "wear" (enum tm_crit). */
 const char *tm_crit_name(int crit);
 /* The built-in default policy (policies/thermal.json). */
 int tm_policy_default(tm_policy **out, tm_error *err);
@@ -298,9 +314,38 @@ typedef struct tm_eval {
 	                        policy's move_cost_ms per moved rank in replan */
 	double peak_temp_c;  /* highest predicted temperature of a used GPU */
 	double peak_ref_c;   /* same, at the reference iteration time */
+	double wear;         /* Σ over used GPUs of 2^((θ − 50 °C)/10 °C) */
+	double wear_ref;     /* same, at the reference iteration time */
 	int moves;           /* ranks on another GPU than the reference */
 	bool feasible;       /* satisfies the policy's constraints */
 } tm_eval;
+
+/* Gains of one placement over another, each with the model's uncertainty
+ * (docs/model.md, section 16): positive is better. */
+typedef struct tm_gain {
+	double time_pct, time_sd;   /* faster, % of the reference's time */
+	double peak_c, peak_sd;     /* cooler at the peak, °C */
+	double wear_c, wear_sd;     /* lower wear, as the °C by which every
+	                               GPU in use would have to cool for it */
+} tm_gain;
+
+/* What the evidence rule decided about the solver's placement. */
+enum tm_verdict {
+	TM_VERDICT_NONE,        /* the rule did not apply (policy, method) */
+	TM_VERDICT_SAME,        /* the best placement is the reference */
+	TM_VERDICT_MOVE,        /* a gain beats its uncertainty: moved */
+	TM_VERDICT_KEEP         /* nothing resolvable: the reference kept */
+};
+
+typedef struct tm_ruling {
+	int verdict;            /* enum tm_verdict */
+	tm_gain gain;           /* of the written placement over identity */
+	tm_gain best_gain;      /* of the solver's best, when kept */
+	tm_eval best;           /* the solver's best, when kept */
+	bool resolved;          /* the policy's best was re-solved under the
+	                           no-loss constraints */
+	char reason[600];       /* one sentence for people */
+} tm_ruling;
 
 typedef struct tm_solution {
 	tm_placement *pl;    /* owned */
@@ -312,9 +357,10 @@ typedef struct tm_solution {
 	double gap;          /* relative gap between them */
 	double time_ms;      /* wall time of the solve */
 	double t_ref_ms;     /* reference iteration time of peak_ref_c */
-	double best[3];      /* optimum of each criterion in its own phase */
+	double best[TM_MAX_CRIT]; /* optimum of each criterion in its phase */
 	tm_eval baseline;    /* the identity placement, same model */
 	bool baseline_ok;    /* identity is possible on this cluster */
+	tm_ruling rule;      /* the evidence rule's verdict (tm_decide) */
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);
@@ -350,16 +396,6 @@ void tm_run_free(tm_run *run);
  * (the fewest moved ranks) is written instead. Returns 0 when a plan is
  * written (or would be, out_dir NULL), TM_ENOCHANGE when the previous one
  * stays, or an error; res is filled in the first two cases. */
-typedef struct tm_min_gain {
-	double time_pct;     /* iteration-time gain net of move costs, %;
-	                        INFINITY: never enough on its own */
-	double peak_c;       /* peak temperature drop, °C; INFINITY: same */
-} tm_min_gain;
-#define TM_MIN_GAIN_DEFAULT "1%,2C"
-/* "1%", "2C", "1%,2C" or "0"; a kind left out is never enough alone.
- * 0, or -1 for text it cannot read. */
-int tm_min_gain_parse(const char *s, tm_min_gain *g);
-
 enum tm_decision { TM_KEEP, TM_MOVE, TM_REPAIR };
 
 typedef struct tm_replan_result {

@@ -133,13 +133,13 @@ policy "$W/brute.json" brute false null null
 policy "$W/greedy.json" greedy false null null
 policy "$W/ilp.json" ilp false null null
 # every kind of row: pp_nvlink, max_moves, and a cap that binds
-policy "$W/capped.json" ilp true 62 6
+policy "$W/capped.json" ilp true 67.2 6
 # derates that differ, so that the D columns and their rows are there
 derates() {  # derates IN OUT D1 D2 ...: the i-th "derate" becomes Di
 	in=$1 out=$2
 	shift 2
 	awk -v list="$*" 'BEGIN { n = split(list, d, " ") }
-		/"derate":/ { i++; sub(/"derate": [0-9.]+/, "\"derate\": " d[i]) } { print }' "$in" >"$out"
+		/"derate":/ { i++; sub(/"derate": [0-9.]+/, "\"derate\": " d[i] ", \"derate_sd\": 0, \"derate_basis\": \"thermal\"") } { print }' "$in" >"$out"
 }
 derates $F/profile.json "$W/h200-derate.json" 1.0 1.03 1.0 1.05
 derates $D/dgx1-profile.json "$W/dgx1-derate.json" 1.0 1.04 1.0 1.02 1.07 1.0 1.01 1.03

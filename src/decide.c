@@ -1,0 +1,275 @@
+/*
+ * decide.c — the evidence rule (docs/model.md, section 16): a plan moves
+ * ranks off torchrun's placement only for a predicted gain larger than the
+ * model's uncertainty, and trades time for temperature (or back) only at
+ * the policy's stated exchange rate. It weighs the solver's placement
+ * against the reference, re-solves without losses when the solver's best
+ * trades, and writes the verdict with its reason into the solution. It
+ * does not change how the solvers rank placements.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Floors of the uncertainties (docs/model.md, section 16). Time: the
+ * spread of one placement's step time over a real run (p10–p90 of the
+ * committed 4×H200 run, ±0.6 %). Temperature: a prediction's error that
+ * the model does not explain (the chassis fans follow the hottest GPU,
+ * neighbours heat each other): the RMS of the committed real run's
+ * per-GPU errors, 1.2 °C; differences of temperatures at least 1 °C,
+ * what nvidia-smi's whole degrees resolve. */
+#define TIME_FLOOR_PCT 0.5
+#define TEMP_ENV_SD_C 1.2
+#define TEMP_FLOOR_C 1.0
+
+double tm_temp_sd(const tm_problem *pb, int g, double busy)
+{
+	double w = (1 - busy) * pb->t_wait_sd[g];
+	return sqrt(pb->t_fit_sd[g] * pb->t_fit_sd[g] + w * w +
+	            TEMP_ENV_SD_C * TEMP_ENV_SD_C);
+}
+
+/* Per GPU: the busy fraction of the rank on it (-1: idle). */
+static void busy_of(const tm_problem *pb, const int *flat, double t,
+                    double *busy)
+{
+	for (int g = 0; g < pb->ngpu; g++)
+		busy[g] = -1;
+	for (int r = 0; r < pb->nranks; r++)
+		busy[flat[r]] = tm_rank_busy(pb, r, flat[r], t);
+}
+
+/* The GPU of the hottest rank. */
+static int peak_gpu(const tm_problem *pb, const int *flat, double t)
+{
+	int best = flat[0];
+	double x = -INFINITY;
+	for (int r = 0; r < pb->nranks; r++) {
+		double y = tm_rank_temp(pb, r, flat[r], t);
+		if (y > x) {
+			x = y;
+			best = flat[r];
+		}
+	}
+	return best;
+}
+
+void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
+                tm_gain *gn)
+{
+	tm_eval a, b;
+	double *ba = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	double *bb = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	double ta = tm_eval_flat(pb, ref, 0, &a);
+	double tb = tm_eval_flat(pb, cand, 0, &b);
+	double dsd = 0, wvar = 0;
+	int ga = peak_gpu(pb, ref, ta), gb = peak_gpu(pb, cand, tb);
+
+	busy_of(pb, ref, ta, ba);
+	busy_of(pb, cand, tb, bb);
+	memset(gn, 0, sizeof *gn);
+	gn->time_pct = (ta - tb) / ta * 100;
+	gn->peak_c = a.peak_temp_c - b.peak_temp_c;
+	gn->wear_c = 10 * log2(a.wear / b.wear);
+	for (int g = 0; g < pb->ngpu; g++) {
+		double wa, wb, u, al;
+		if (ba[g] < 0 && bb[g] < 0)
+			continue;
+		/* a GPU whose work changed: its speed enters the difference */
+		if (fabs(ba[g] - bb[g]) > 1e-12 && pb->derate[g] > 0)
+			dsd = fmax(dsd, pb->derate_sd[g] / pb->derate[g]);
+		wa = ba[g] < 0 ? 0 : tm_wear_of(pb->t_wait[g] + ba[g] *
+		                                 pb->t_slope[g]) / a.wear;
+		wb = bb[g] < 0 ? 0 : tm_wear_of(pb->t_wait[g] + bb[g] *
+		                                 pb->t_slope[g]) / b.wear;
+		/* the same GPU at the same work errs the same way in both */
+		u = tm_temp_sd(pb, g, fmax(ba[g], bb[g]));
+		al = wa - wb;
+		wvar += al * al * u * u;
+	}
+	gn->time_sd = fmax(TIME_FLOOR_PCT, 100 * sqrt(2.0) * dsd);
+	if (ga == gb)
+		gn->peak_sd = hypot(fabs(ba[ga] - bb[gb]) * pb->t_wait_sd[ga],
+		                    ba[ga] == bb[gb] ? 0 : TEMP_ENV_SD_C);
+	else
+		gn->peak_sd = hypot(tm_temp_sd(pb, ga, ba[ga]),
+		                    tm_temp_sd(pb, gb, bb[gb]));
+	gn->peak_sd = fmax(TEMP_FLOOR_C, gn->peak_sd);
+	gn->wear_sd = fmax(TEMP_FLOOR_C, sqrt(wvar));
+	free(ba);
+	free(bb);
+}
+
+/* Losses the evidence resolves, and gains it resolves beyond the least
+ * gains asked for. */
+bool tm_gain_lost(const tm_gain *g)
+{
+	return g->time_pct < -g->time_sd || g->peak_c < -g->peak_sd;
+}
+
+static bool won(const tm_gain *g, const tm_min_gain *mg)
+{
+	return (g->time_pct > g->time_sd && g->time_pct >= mg->time_pct) ||
+	       (g->peak_c > g->peak_sd && g->peak_c >= mg->peak_c) ||
+	       (g->wear_c > g->wear_sd && g->wear_c >= mg->peak_c);
+}
+
+bool tm_gain_worth(const tm_gain *g, double rate)
+{
+	double t_lo = g->time_pct - g->time_sd, t_hi = g->time_pct + g->time_sd;
+	double p_lo = g->peak_c - g->peak_sd, p_hi = g->peak_c + g->peak_sd;
+	if (!isfinite(rate))
+		return false;
+	if (g->time_pct < -g->time_sd)       /* slower, for a cooler peak */
+		return p_lo > 0 && p_lo >= -t_hi * rate;
+	return t_lo > 0 && t_lo * rate >= -p_hi;  /* faster, for a hotter one */
+}
+
+void tm_gain_text(const tm_gain *g, strbuf *b)
+{
+	sb_addf(b, "%.2f ± %.2f %% %s, peak %.1f ± %.1f °C %s, wear as if "
+	        "%.1f ± %.1f °C %s", fabs(g->time_pct), g->time_sd,
+	        g->time_pct >= 0 ? "faster" : "slower", fabs(g->peak_c),
+	        g->peak_sd, g->peak_c >= 0 ? "cooler" : "hotter",
+	        fabs(g->wear_c), g->wear_sd, g->wear_c >= 0 ? "cooler" :
+	        "hotter");
+}
+
+/* The policy's best under the no-loss constraints: its peak at the
+ * reference time no hotter than the reference placement's there. */
+static int resolve(const tm_problem *pb, const tm_solution *sol,
+                   const int *ref, int *flat)
+{
+	tm_error e2 = { 0, "" };
+	tm_error *err = &e2;
+	tm_policy pol = *pb->pol;
+	tm_problem *p2 = NULL;
+	tm_solution s2;
+	tm_eval e;
+	int rc;
+
+	tm_eval_flat(pb, ref, sol->t_ref_ms, &e);
+	pol.max_temp_c = isfinite(pol.max_temp_c) ?
+	                 fmin(pol.max_temp_c, e.peak_ref_c) : e.peak_ref_c;
+	if ((rc = tm_problem_clone(pb, &pol, &p2, err)))
+		return rc;
+	rc = tm_solve(p2, &s2, err);
+	if (rc == 0)
+		tm_placement_to_flat(p2, s2.pl, flat);
+	tm_solution_clear(&s2);
+	tm_problem_free(p2);
+	return rc;
+}
+
+static void set_placement(const tm_problem *pb, tm_solution *sol,
+                          const int *flat)
+{
+	tm_flat_to_placement(pb, flat, sol->pl);
+	tm_eval_flat(pb, flat, sol->t_ref_ms, &sol->ev);
+	sol->ev.feasible = true;
+}
+
+void tm_decide(const tm_problem *pb, tm_solution *sol)
+{
+	const tm_policy *pol = pb->pol;
+	tm_ruling *R = &sol->rule;
+	int *ref = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	int *best = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	bool same = true, traded = false;
+	char why[256];
+	strbuf b;
+
+	memset(R, 0, sizeof *R);
+	if (!pol->evidence || pb->job->relayered ||
+	    (pol->method != TM_METHOD_ILP && pol->method != TM_METHOD_GREEDY &&
+	     pol->method != TM_METHOD_BRUTE)) {
+		R->verdict = TM_VERDICT_NONE;
+		goto out;
+	}
+	memcpy(ref, pb->ref_gpu, sizeof(int) * (size_t)pb->nranks);
+	tm_placement_to_flat(pb, sol->pl, best);
+	for (int r = 0; r < pb->nranks; r++)
+		same = same && best[r] == ref[r];
+	sb_init(&b);
+	if (same) {
+		R->verdict = TM_VERDICT_SAME;
+		tm_gain_of(pb, ref, best, &R->gain);
+		sb_add(&b, "kept torchrun's placement: it is the policy's best");
+		goto done;
+	}
+	/* the reference must be a placement the policy allows */
+	if (!tm_constraints_ok(pb, ref, tm_eval_flat(pb, ref, 0, &R->best),
+	                       why, sizeof why)) {
+		R->verdict = TM_VERDICT_MOVE;
+		tm_gain_of(pb, ref, best, &R->gain);
+		sb_addf(&b, "moved: torchrun's placement breaks the policy (%s)",
+		        why);
+		goto done;
+	}
+	tm_gain_of(pb, ref, best, &R->gain);
+	if (tm_gain_lost(&R->gain) &&
+	    tm_gain_worth(&R->gain, pol->exchange_c_per_pct)) {
+		traded = true;
+	} else if (tm_gain_lost(&R->gain)) {
+		/* the best placement trades; the best without a loss instead */
+		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		R->best_gain = R->gain;
+		tm_eval_flat(pb, best, sol->t_ref_ms, &R->best);
+		R->resolved = true;
+		if (resolve(pb, sol, ref, alt) == 0) {
+			tm_gain g2;
+			tm_gain_of(pb, ref, alt, &g2);
+			if (!tm_gain_lost(&g2)) {
+				memcpy(best, alt, sizeof(int) * (size_t)pb->nranks);
+				R->gain = g2;
+			}
+		}
+		free(alt);
+	}
+	if (traded || (!tm_gain_lost(&R->gain) &&
+	               won(&R->gain, &pol->min_gain))) {
+		R->verdict = TM_VERDICT_MOVE;
+		sb_add(&b, traded ? "moved, trading at the policy's rate of "
+		       : "moved: ");
+		if (traded)
+			sb_addf(&b, "%g °C per 1 %% of time: ",
+			        pol->exchange_c_per_pct);
+		tm_gain_text(&R->gain, &b);
+		if (!traded)
+			sb_add(&b, "; a gain beyond the model's uncertainty");
+		if (R->resolved) {
+			sb_add(&b, " (the policy's fastest placement, ");
+			tm_gain_text(&R->best_gain, &b);
+			sb_add(&b, ", would have traded one for the other)");
+		}
+		set_placement(pb, sol, best);
+		goto done;
+	}
+	/* keep torchrun's placement; say what the best one offered */
+	R->verdict = TM_VERDICT_KEEP;
+	if (!R->resolved) {
+		R->best_gain = R->gain;
+		tm_eval_flat(pb, best, sol->t_ref_ms, &R->best);
+	}
+	tm_gain_of(pb, ref, ref, &R->gain);
+	sb_add(&b, "kept torchrun's placement: the policy's best (");
+	sb_addf(&b, "%d of %d ranks moved; ", R->best.moves, pb->nranks);
+	tm_gain_text(&R->best_gain, &b);
+	if (tm_gain_lost(&R->best_gain))
+		sb_addf(&b, ") would trade one for the other, %s",
+		        isfinite(pol->exchange_c_per_pct) ?
+		        "beyond the policy's exchange rate" :
+		        "and the policy sets no exchange rate");
+	else
+		sb_add(&b, ") gains nothing beyond the model's uncertainty");
+	if (pol->min_gain.time_pct > 0 || pol->min_gain.peak_c > 0)
+		sb_add(&b, " or the policy's least gain");
+	set_placement(pb, sol, ref);
+done:
+	snprintf(R->reason, sizeof R->reason, "%s", b.s);
+	sb_free(&b);
+out:
+	free(ref);
+	free(best);
+}
