@@ -355,6 +355,97 @@ static int check_fit(const chk *K, json_t *cons, json_t *rp)
 	return 0;
 }
 
+static double jnum(json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* The evidence rule (docs/model.md, section 16), re-derived: a kept
+ * placement is torchrun's; a move's gains over it are the model's, and it
+ * loses nothing the uncertainty resolves unless the policy's exchange rate
+ * takes the trade, and it wins something beyond its uncertainty. */
+static int check_decision(const chk *K, const tm_problem *pb, json_t *dec,
+                          json_t *cons, const int *flat)
+{
+	const char *v = json_string_value(json_object_get(dec, "verdict"));
+	json_t *gj = json_object_get(dec, "gain"), *mg;
+	int *ref;
+	tm_gain g;
+	bool keep, lost, worth, won;
+	double rate, mt, mp;
+	int moved = 0, rc = 0;
+
+	if (!v || !strcmp(v, "none"))
+		return 0;
+	ref = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	tm_identity(pb, ref);
+	for (int r = 0; r < pb->nranks; r++)
+		moved += flat[r] != ref[r];
+	keep = !strcmp(v, "keep") || !strcmp(v, "same");
+	if (keep || strcmp(v, "move")) {
+		if (!keep)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: decision.verdict: \"%.20s\" "
+			             "is not a verdict; expected move, keep, same or "
+			             "none", K->pj, v);
+		else if (moved)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: decision.verdict is %s, "
+			             "but %d rank(s) are off torchrun's placement",
+			             K->pj, v, moved);
+		free(ref);
+		return rc;
+	}
+	tm_gain_of(pb, ref, flat, &g);
+	if (json_is_true(json_object_get(dec, "reference_breaks_policy"))) {
+		/* then no gain is needed: torchrun's placement must break the
+		 * constraints the plan states */
+		tm_policy pol = *pb->pol;
+		tm_problem *p2 = NULL;
+		tm_eval e;
+		char why[256];
+		tm_error e2 = { 0, "" };
+		pol.tp_nvlink = json_is_true(json_object_get(cons, "tp_nvlink"));
+		pol.pp_nvlink = json_is_true(json_object_get(cons, "pp_nvlink"));
+		pol.max_temp_c = jnum(cons, "max_temp_c");
+		if (tm_problem_clone(pb, &pol, &p2, &e2) == 0 &&
+		    tm_constraints_ok(p2, ref, tm_eval_flat(p2, ref, 0, &e), why,
+		                      sizeof why))
+			rc = tm_fail(K->err, TM_EINPUT, "%s: decision says torchrun's "
+			             "placement breaks the policy, but it keeps the "
+			             "plan's constraints", K->pj);
+		tm_problem_free(p2);
+		free(ref);
+		return rc;
+	}
+	if (!(fabs(jnum(gj, "time_pct") - g.time_pct) <= 2e-3) ||
+	    !(fabs(jnum(gj, "peak_c") - g.peak_c) <= 0.011) ||
+	    !(fabs(jnum(gj, "time_sd_pct") - g.time_sd) <= 2e-3) ||
+	    !(fabs(jnum(gj, "peak_sd_c") - g.peak_sd) <= 0.011)) {
+		free(ref);
+		return tm_fail(K->err, TM_EINPUT, "%s: decision.gain is %.3f ± "
+		               "%.3f %% and %.2f ± %.2f °C; the model gives %.3f ± "
+		               "%.3f %% and %.2f ± %.2f °C over torchrun's placement",
+		               K->pj, jnum(gj, "time_pct"), jnum(gj, "time_sd_pct"),
+		               jnum(gj, "peak_c"), jnum(gj, "peak_sd_c"),
+		               g.time_pct, g.time_sd, g.peak_c, g.peak_sd);
+	}
+	rate = jnum(dec, "exchange_c_per_pct");
+	mg = json_object_get(dec, "min_gain");
+	mt = jnum(mg, "time_pct");
+	mp = jnum(mg, "peak_c");
+	lost = tm_gain_lost(&g);
+	worth = lost && tm_gain_worth(&g, rate);
+	won = (g.time_pct > g.time_sd && !(g.time_pct < mt)) ||
+	      (g.hot_rank > 0 && g.hot_c > 0 && !(g.hot_c < mp));
+	if (moved && ((lost && !worth) || (!lost && !won)))
+		rc = tm_fail(K->err, TM_EINPUT, "%s: decision: the move %s", K->pj,
+		             lost ? "trades time and temperature beyond the "
+		             "policy's exchange rate" : "gains nothing beyond the "
+		             "model's uncertainty");
+	free(ref);
+	return rc;
+}
+
 /* The gradient all-reduce, counted here from the coordinates: the ranks
  * that differ only in their data-parallel coordinate (ep folded in) form a
  * ring in that coordinate's order; each edge carries 2·(dp−1)/dp of the
@@ -610,7 +701,7 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	envf *E = NULL;
 	char **names = NULL, envdir[4200];
 	int ne = 0, rc = 0;
-	const char *id, *s;
+	const char *id, *s, *v;
 	DIR *d;
 	struct dirent *de;
 
@@ -712,8 +803,9 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 				rc = tm_fail(err, TM_EINPUT, "%s: max_temp_c %.1f: the "
 				             "placement reaches %.2f °C", K.pj, cap,
 				             ev.peak_temp_c);
-			else
-				rc = check_allreduce(&K, pb, pred);
+			else if (!(rc = check_allreduce(&K, pb, pred)))
+				rc = check_decision(&K, pb, json_object_get(root,
+				                    "decision"), cons, flat);
 		}
 		free(flat);
 		tm_problem_free(pb);
@@ -721,14 +813,17 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 		if (rc)
 			goto out;
 	}
+	v = json_string_value(json_object_get(json_object_get(root, "decision"),
+	                                      "verdict"));
 	snprintf(summary, summary_len, "%s: ok: plan %s, %d ranks on %d "
 	         "node(s); every rank's GPU in the env files matches plan.json%s%s"
-	         "%s%s%s", dir, id, j->world, j->world / j->nproc_per_node,
+	         "%s%s%s%s", dir, id, j->world, j->world / j->nproc_per_node,
 	         json_is_true(json_object_get(cons, "tp_nvlink")) ?
 	         "; tp_nvlink holds" : "",
 	         json_is_true(json_object_get(cons, "pp_nvlink")) ?
 	         "; pp_nvlink holds" : "",
 	         p ? "; predictions reproduced" : "",
+	         p && v && strcmp(v, "none") ? "; the evidence rule holds" : "",
 	         json_object_get(root, "replan") ? "; replan moves match" : "",
 	         prev_dir ? " the previous plan" : "");
 out:

@@ -30,110 +30,137 @@ double tm_temp_sd(const tm_problem *pb, int g, double busy)
 	            TEMP_ENV_SD_C * TEMP_ENV_SD_C);
 }
 
-/* Per GPU: the busy fraction of the rank on it (-1: idle). */
-static void busy_of(const tm_problem *pb, const int *flat, double t,
-                    double *busy)
+typedef struct hot {
+	double t;    /* predicted temperature */
+	int g;       /* GPU */
+	double busy; /* its rank's busy fraction */
+} hot;
+
+static int cmp_hot(const void *x, const void *y)
 {
-	for (int g = 0; g < pb->ngpu; g++)
-		busy[g] = -1;
-	for (int r = 0; r < pb->nranks; r++)
-		busy[flat[r]] = tm_rank_busy(pb, r, flat[r], t);
+	const hot *a = x, *b = y;
+	if (a->t != b->t)
+		return a->t < b->t ? 1 : -1;
+	return a->g - b->g;
 }
 
-/* The GPU of the hottest rank. */
-static int peak_gpu(const tm_problem *pb, const int *flat, double t)
+/* The GPUs in use, hottest first. */
+static hot *sorted_temps(const tm_problem *pb, const int *flat, double t)
 {
-	int best = flat[0];
-	double x = -INFINITY;
+	hot *h = xmalloc(sizeof(hot) * (size_t)pb->nranks);
 	for (int r = 0; r < pb->nranks; r++) {
-		double y = tm_rank_temp(pb, r, flat[r], t);
-		if (y > x) {
-			x = y;
-			best = flat[r];
-		}
+		h[r].t = tm_rank_temp(pb, r, flat[r], t);
+		h[r].g = flat[r];
+		h[r].busy = tm_rank_busy(pb, r, flat[r], t);
 	}
-	return best;
+	qsort(h, (size_t)pb->nranks, sizeof(hot), cmp_hot);
+	return h;
+}
+
+/* The uncertainty of the difference of two predictions: the same GPU at
+ * the same work errs the same way in both; at other work, its waiting
+ * share and the unmodelled environment differ; two GPUs err apart. */
+static double diff_sd(const tm_problem *pb, const hot *a, const hot *b)
+{
+	double sd;
+	if (a->g == b->g)
+		sd = hypot(fabs(a->busy - b->busy) * pb->t_wait_sd[a->g],
+		           fabs(a->busy - b->busy) < 1e-12 ? 0 : TEMP_ENV_SD_C);
+	else
+		sd = hypot(tm_temp_sd(pb, a->g, a->busy),
+		           tm_temp_sd(pb, b->g, b->busy));
+	return fmax(TEMP_FLOOR_C, sd);
 }
 
 void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
                 tm_gain *gn)
 {
 	tm_eval a, b;
-	double *ba = xmalloc(sizeof(double) * (size_t)pb->ngpu);
-	double *bb = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	double ta = tm_eval_flat(pb, ref, 0, &a);
 	double tb = tm_eval_flat(pb, cand, 0, &b);
-	double dsd = 0, wvar = 0;
-	int ga = peak_gpu(pb, ref, ta), gb = peak_gpu(pb, cand, tb);
+	hot *ha = sorted_temps(pb, ref, ta), *hb = sorted_temps(pb, cand, tb);
+	int *ga = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	double dsd = 0;
 
-	busy_of(pb, ref, ta, ba);
-	busy_of(pb, cand, tb, bb);
 	memset(gn, 0, sizeof *gn);
 	gn->time_pct = (ta - tb) / ta * 100;
-	gn->peak_c = a.peak_temp_c - b.peak_temp_c;
-	gn->wear_c = 10 * log2(a.wear / b.wear);
-	for (int g = 0; g < pb->ngpu; g++) {
-		double wa, wb, u, al;
-		if (ba[g] < 0 && bb[g] < 0)
-			continue;
-		/* a GPU whose work changed: its speed enters the difference */
-		if (fabs(ba[g] - bb[g]) > 1e-12 && pb->derate[g] > 0)
-			dsd = fmax(dsd, pb->derate_sd[g] / pb->derate[g]);
-		wa = ba[g] < 0 ? 0 : tm_wear_of(pb->t_wait[g] + ba[g] *
-		                                 pb->t_slope[g]) / a.wear;
-		wb = bb[g] < 0 ? 0 : tm_wear_of(pb->t_wait[g] + bb[g] *
-		                                 pb->t_slope[g]) / b.wear;
-		/* the same GPU at the same work errs the same way in both */
-		u = tm_temp_sd(pb, g, fmax(ba[g], bb[g]));
-		al = wa - wb;
-		wvar += al * al * u * u;
-	}
+	/* a GPU whose work changed: its speed enters the difference */
+	for (int g = 0; g < pb->ngpu; g++)
+		ga[g] = -1;
+	for (int r = 0; r < pb->nranks; r++)
+		ga[ref[r]] = pb->rank_stage[r];
+	for (int r = 0; r < pb->nranks; r++)
+		if (ga[cand[r]] != pb->rank_stage[r])
+			dsd = fmax(dsd, fmax(pb->derate_sd[cand[r]] /
+			           pb->derate[cand[r]], pb->derate_sd[ref[r]] /
+			           pb->derate[ref[r]]));
 	gn->time_sd = fmax(TIME_FLOOR_PCT, 100 * sqrt(2.0) * dsd);
-	if (ga == gb)
-		gn->peak_sd = hypot(fabs(ba[ga] - bb[gb]) * pb->t_wait_sd[ga],
-		                    ba[ga] == bb[gb] ? 0 : TEMP_ENV_SD_C);
-	else
-		gn->peak_sd = hypot(tm_temp_sd(pb, ga, ba[ga]),
-		                    tm_temp_sd(pb, gb, bb[gb]));
-	gn->peak_sd = fmax(TEMP_FLOOR_C, gn->peak_sd);
-	gn->wear_sd = fmax(TEMP_FLOOR_C, sqrt(wvar));
-	free(ba);
-	free(bb);
+	gn->peak_c = ha[0].t - hb[0].t;
+	gn->peak_sd = diff_sd(pb, &ha[0], &hb[0]);
+	for (int k = 0; k < pb->nranks; k++) {
+		double d = ha[k].t - hb[k].t, sd = diff_sd(pb, &ha[k], &hb[k]);
+		if (fabs(d) > sd) {
+			gn->hot_rank = k + 1;
+			gn->hot_c = d;
+			gn->hot_sd = sd;
+			break;
+		}
+	}
+	free(ha);
+	free(hb);
+	free(ga);
 }
 
 /* Losses the evidence resolves, and gains it resolves beyond the least
  * gains asked for. */
 bool tm_gain_lost(const tm_gain *g)
 {
-	return g->time_pct < -g->time_sd || g->peak_c < -g->peak_sd;
+	return g->time_pct < -g->time_sd || g->peak_c < -g->peak_sd ||
+	       (g->hot_rank > 0 && g->hot_c < 0);
 }
 
 static bool won(const tm_gain *g, const tm_min_gain *mg)
 {
 	return (g->time_pct > g->time_sd && g->time_pct >= mg->time_pct) ||
-	       (g->peak_c > g->peak_sd && g->peak_c >= mg->peak_c) ||
-	       (g->wear_c > g->wear_sd && g->wear_c >= mg->peak_c);
+	       (g->hot_rank > 0 && g->hot_c > 0 && g->hot_c >= mg->peak_c);
 }
 
 bool tm_gain_worth(const tm_gain *g, double rate)
 {
+	/* the temperature side: the first place the sorted temperatures
+	 * differ, the peak when that is where */
+	double c = g->hot_rank ? g->hot_c : g->peak_c;
+	double sd = g->hot_rank ? g->hot_sd : g->peak_sd;
 	double t_lo = g->time_pct - g->time_sd, t_hi = g->time_pct + g->time_sd;
-	double p_lo = g->peak_c - g->peak_sd, p_hi = g->peak_c + g->peak_sd;
 	if (!isfinite(rate))
 		return false;
-	if (g->time_pct < -g->time_sd)       /* slower, for a cooler peak */
-		return p_lo > 0 && p_lo >= -t_hi * rate;
-	return t_lo > 0 && t_lo * rate >= -p_hi;  /* faster, for a hotter one */
+	if (g->time_pct < -g->time_sd)       /* slower, for cooler GPUs */
+		return c - sd > 0 && c - sd >= -t_hi * rate;
+	return t_lo > 0 && t_lo * rate >= -(c - sd);  /* faster, hotter */
+}
+
+static const char *ordinal(int k, char *buf, size_t n)
+{
+	static const char *const sfx[] = { "th", "st", "nd", "rd" };
+	int u = k % 10, t = k % 100;
+	snprintf(buf, n, "%d%s", k, (u >= 1 && u <= 3 && (t < 11 || t > 13)) ?
+	         sfx[u] : sfx[0]);
+	return buf;
 }
 
 void tm_gain_text(const tm_gain *g, strbuf *b)
 {
-	sb_addf(b, "%.2f ± %.2f %% %s, peak %.1f ± %.1f °C %s, wear as if "
-	        "%.1f ± %.1f °C %s", fabs(g->time_pct), g->time_sd,
-	        g->time_pct >= 0 ? "faster" : "slower", fabs(g->peak_c),
-	        g->peak_sd, g->peak_c >= 0 ? "cooler" : "hotter",
-	        fabs(g->wear_c), g->wear_sd, g->wear_c >= 0 ? "cooler" :
-	        "hotter");
+	char o[16];
+	sb_addf(b, "%.2f ± %.2f %% %s, peak %.1f ± %.1f °C %s",
+	        fabs(g->time_pct), g->time_sd, g->time_pct >= 0 ? "faster" :
+	        "slower", fabs(g->peak_c), g->peak_sd, g->peak_c >= 0 ?
+	        "cooler" : "hotter");
+	if (g->hot_rank > 1)
+		sb_addf(b, ", the %s hottest GPU %.1f ± %.1f °C %s",
+		        ordinal(g->hot_rank, o, sizeof o), fabs(g->hot_c),
+		        g->hot_sd, g->hot_c >= 0 ? "cooler" : "hotter");
+	else if (g->hot_rank == 0)
+		sb_add(b, ", every GPU's temperature within its uncertainty");
 }
 
 /* The policy's best under the no-loss constraints: its peak at the
@@ -202,6 +229,7 @@ void tm_decide(const tm_problem *pb, tm_solution *sol)
 	if (!tm_constraints_ok(pb, ref, tm_eval_flat(pb, ref, 0, &R->best),
 	                       why, sizeof why)) {
 		R->verdict = TM_VERDICT_MOVE;
+		R->ref_breaks = true;
 		tm_gain_of(pb, ref, best, &R->gain);
 		sb_addf(&b, "moved: torchrun's placement breaks the policy (%s)",
 		        why);

@@ -173,8 +173,9 @@ static void write_gain(jw *w, const char *key, const tm_gain *g)
 	jw_num(w, "time_sd_pct", g->time_sd, 3);
 	jw_num(w, "peak_c", g->peak_c, 2);
 	jw_num(w, "peak_sd_c", g->peak_sd, 2);
-	jw_num(w, "wear_c", g->wear_c, 2);
-	jw_num(w, "wear_sd_c", g->wear_sd, 2);
+	jw_int(w, "hot_rank", g->hot_rank);
+	jw_num(w, "hot_c", g->hot_c, 2);
+	jw_num(w, "hot_sd_c", g->hot_sd, 2);
 	jw_end_obj(w);
 }
 
@@ -187,14 +188,17 @@ static void write_decision(jw *w, const tm_problem *pb,
 	jw_obj(w, "decision", false);
 	jw_str(w, "verdict", verdicts[R->verdict]);
 	if (R->verdict == TM_VERDICT_NONE) {
-		jw_str(w, "reason", !pol->evidence ? "the policy turns the "
-		       "evidence rule off" : pb->job->relayered ? "the policy "
-		       "changes layers; the evidence rule weighs placements "
-		       "only" : "the policy's method places by a fixed rule");
+		jw_str(w, "reason", pb->ref_custom ? "a replan: its decision "
+		       "against the previous plan is under \"replan\"" :
+		       !pol->evidence ? "the policy turns the evidence rule off" :
+		       pb->job->relayered ? "the policy changes layers; the "
+		       "evidence rule weighs placements only" :
+		       "the policy's method places by a fixed rule");
 		jw_end_obj(w);
 		return;
 	}
 	jw_str(w, "reason", R->reason);
+	jw_bool(w, "reference_breaks_policy", R->ref_breaks);
 	write_gain(w, "gain", &R->gain);
 	if (R->verdict == TM_VERDICT_KEEP || R->resolved) {
 		jw_obj(w, "policy_best", true);

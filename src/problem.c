@@ -156,6 +156,66 @@ static int match(const tm_gpu *g, const tm_gpu_profile *e)
 	return 0;
 }
 
+/* Says, in a few lines, which entries matched no GPU (naming the host
+ * names on either side when they differ), and which GPUs were joined
+ * without a UUID on the entry: nothing then shows that the entry was
+ * measured on that physical GPU. */
+static void join_report(tm_problem *pb, const tm_profile *p, const int *used)
+{
+	int unmatched = 0, first = -1, weak = 0, wfirst = -1;
+	const char *other = NULL;
+	bool host_known = false;
+
+	for (int i = 0; i < p->ngpus; i++) {
+		const char *h = p->gpus[i].host;
+		if (used[i])
+			continue;
+		if (!unmatched++)
+			first = i;
+		for (int k = 0; h && k < pb->nhost && !host_known; k++)
+			host_known = !strcmp(pb->c->nodes[k].host, h);
+		if (h && !other)
+			other = h;
+		else if (h && other && strcmp(other, h))
+			other = "";   /* several */
+	}
+	if (unmatched == 1)
+		tm_warn("%s: gpus[%d]: no GPU of the cluster matches this entry",
+		        p->file, first);
+	else if (unmatched > 1)
+		tm_warn("%s: %d entries (gpus[%d] and more) match no GPU of the "
+		        "cluster", p->file, unmatched, first);
+	if (unmatched && !host_known && other && *other)
+		tm_warn("%s: its entries name host \"%.100s\", which %s has "
+		        "not (%s has host \"%.100s\"%s); profile with --host as "
+		        "the cluster names it", p->file, other, pb->c->file,
+		        pb->c->file, pb->c->nodes[0].host, pb->nhost > 1 ?
+		        " and more" : "");
+	for (int g = 0; g < pb->ngpu; g++) {
+		int e = pb->prof[g];
+		if (e >= 0 && !p->gpus[e].uuid && !weak++)
+			wfirst = g;
+	}
+	if (weak) {
+		const tm_node *n = &pb->c->nodes[pb->gpu_host[wfirst]];
+		bool pci = p->gpus[pb->prof[wfirst]].pci_bus_id != NULL;
+		tm_warn("%s: %d entr%s name no GPU UUID and %s joined by host and "
+		        "%s only (first: host %s GPU %d): nothing shows %s measured "
+		        "on these physical GPUs, and a profile of another machine "
+		        "with the same %s would join the same way; log uuid with "
+		        "the telemetry", p->file, weak, weak == 1 ? "y" : "ies",
+		        weak == 1 ? "is" : "are", pci ? "PCI bus id" : "index",
+		        n->host, n->gpus[pb->gpu_pos[wfirst]].index,
+		        weak == 1 ? "it was" : "they were",
+		        pci ? "bus ids" : "indexes");
+		tm_problem_note(pb, "%d GPU(s) were joined to profile entries "
+		                "without a UUID (by host and %s): the profile may "
+		                "describe other physical GPUs", weak,
+		                p->gpus[pb->prof[wfirst]].pci_bus_id ?
+		                "PCI bus id" : "index");
+	}
+}
+
 static int join_profiles(tm_problem *pb, const tm_profile *p,
                          tm_error *err)
 {
@@ -210,10 +270,8 @@ static int join_profiles(tm_problem *pb, const tm_profile *p,
 			             "the cluster (host %s GPU %d is the second)",
 			             p->file, best, n->host, gpu->index);
 	}
-	for (int i = 0; i < p->ngpus && !rc; i++)
-		if (!used[i])
-			tm_warn("%s: gpus[%d]: no GPU of the cluster matches this entry",
-			        p->file, i);
+	if (!rc)
+		join_report(pb, p, used);
 	free(idx);
 	free(used);
 	return rc;

@@ -577,6 +577,9 @@ static char *decision_line(const replan *R, const char *plan_id,
 	jw_num(&w, "time_sd_pct", R->g.time_sd, 3);
 	jw_num(&w, "peak_c", R->gain_p, 2);
 	jw_num(&w, "peak_sd_c", R->g.peak_sd, 2);
+	jw_int(&w, "hot_rank", R->g.hot_rank);
+	jw_num(&w, "hot_c", R->g.hot_c, 2);
+	jw_num(&w, "hot_sd_c", R->g.hot_sd, 2);
 	jw_end_obj(&w);
 	write_min_gain(&w, mg);
 	if (strcmp(R->decision, "move")) {
@@ -791,6 +794,19 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 			        R.keep_ok ? "keeping the previous plan" :
 			        "its least change");
 		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
+		    ((R.gain_net > mg->time_pct && R.gain_net > R.g.time_sd) ||
+		     (R.gain_p > mg->peak_c && R.gain_p > R.g.peak_sd)) &&
+		    tm_gain_lost(&R.g) &&
+		    !tm_gain_worth(&R.g, pb->pol->exchange_c_per_pct)) {
+			/* past a threshold, but it loses what the rate does not buy */
+			sb_add(&reason, "it would trade one for the other (");
+			tm_gain_text(&R.g, &reason);
+			if (isfinite(pb->pol->exchange_c_per_pct))
+				sb_addf(&reason, ") beyond the policy's rate of %g °C "
+				        "per 1 %%", pb->pol->exchange_c_per_pct);
+			else
+				sb_add(&reason, ") and the policy sets no exchange rate");
+		} else if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
 		    ((R.gain_net > mg->time_pct && R.gain_net > R.g.time_sd) ||
 		     (R.gain_p > mg->peak_c && R.gain_p > R.g.peak_sd))) {
 			/* past a threshold, but a trade the policy's order refuses */

@@ -432,9 +432,12 @@ static void check_line(const tm_replan_result *res, int rc)
 		/* enough gain of one kind, and still not moved: only because
 		 * the best placement loses on the other (the policy ranks the
 		 * reference above it) */
+		/* (or, further down the sorted temperatures, some GPU is
+		 * hotter beyond its uncertainty: a trade) */
 		if (res->decision != TM_MOVE &&
 		    json_integer_value(b) != json_integer_value(k) &&
-		    worth_by(net, dp, mt, mp, 0.01) && net > 0.01 && dp > 0.01)
+		    worth_by(net, dp, mt, mp, 0.01) && net > 0.01 && dp > 0.01 &&
+		    !(num_or(json_object_get(g, "hot_c"), 0) < 0))
 			fail_msg("%s although the gain is enough: %s",
 			         dnames[res->decision], res->json);
 	}

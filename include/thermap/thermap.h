@@ -325,8 +325,11 @@ typedef struct tm_eval {
 typedef struct tm_gain {
 	double time_pct, time_sd;   /* faster, % of the reference's time */
 	double peak_c, peak_sd;     /* cooler at the peak, °C */
-	double wear_c, wear_sd;     /* lower wear, as the °C by which every
-	                               GPU in use would have to cool for it */
+	int hot_rank;               /* the predicted temperatures sorted from
+	                               the hottest: the first place k (1 =
+	                               the peak) where the two placements
+	                               differ beyond the uncertainty; 0: none */
+	double hot_c, hot_sd;       /* there: the k-th hottest GPU cooler, °C */
 } tm_gain;
 
 /* What the evidence rule decided about the solver's placement. */
@@ -344,6 +347,7 @@ typedef struct tm_ruling {
 	tm_eval best;           /* the solver's best, when kept */
 	bool resolved;          /* the policy's best was re-solved under the
 	                           no-loss constraints */
+	bool ref_breaks;        /* torchrun's placement breaks the policy */
 	char reason[600];       /* one sentence for people */
 } tm_ruling;
 

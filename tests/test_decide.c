@@ -1,0 +1,500 @@
+/*
+ * test_decide.c — the evidence rule and the wear criterion
+ * (docs/model.md, sections 7 and 16): derates the evidence does not
+ * support, the uncertainty of gains, keeping torchrun's placement, trades
+ * at the policy's rate, the hottest GPU's work, and the invariant that the
+ * default plan is never predicted worse than torchrun's on a quantity the
+ * evidence resolves, on every committed real recording.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "testlib.h"
+
+static tm_policy *default_policy(void)
+{
+	tm_policy *p = NULL;
+	tm_error e = { 0, "" };
+	assert_int_equal(tm_policy_default(&p, &e), 0);
+	return p;
+}
+
+static tm_profile *profile_text(const char *name, const char *text)
+{
+	tm_profile *p = NULL;
+	tm_error e = { 0, "" };
+	if (tm_profile_loadb(name, text, strlen(text), &p, &e))
+		fail_msg("%s", e.msg);
+	return p;
+}
+
+/* A pipeline of pp stages with the given work per microbatch (ms). */
+static tm_job *pipeline(int pp, int dp, const double *work, int m)
+{
+	tm_job *j = tl_job(pp * dp, pp * dp, 1, pp, 1, true, true);
+	j->microbatches = m;
+	for (int s = 0; s < pp; s++) {
+		j->stages[s].fwd_ms = work[s] / 3;
+		j->stages[s].bwd_ms = 2 * work[s] / 3;
+		j->stages[s].act_mib = 16;
+	}
+	return j;
+}
+
+static void flat_of(const tm_run *run, int *flat)
+{
+	tm_placement_to_flat(run->pb, run->sol.pl, flat);
+}
+
+static bool is_identity(const tm_run *run)
+{
+	int *a = xmalloc(sizeof(int) * (size_t)run->pb->nranks);
+	int *b = xmalloc(sizeof(int) * (size_t)run->pb->nranks);
+	bool same;
+	flat_of(run, a);
+	tm_identity(run->pb, b);
+	same = !memcmp(a, b, sizeof(int) * (size_t)run->pb->nranks);
+	free(a);
+	free(b);
+	return same;
+}
+
+/* ---- the derate the evidence supports ---------------------------------- */
+
+#define ENTRY(i, extra) \
+	"{\"host\": \"h\", \"index\": " #i ", \"temp_idle_c\": 38, " \
+	"\"temp_load_c\": 60, \"power_idle_w\": 78, \"power_load_w\": 690, " \
+	"\"ambient_c\": 33, \"r_c_per_w\": 0.04, \"power_limit_w\": 700" extra "}"
+
+static void test_evidence_derate(void **state)
+{
+	static const struct {
+		const char *extra;   /* GPU 1's derate fields */
+		double want;         /* the derate the planner takes */
+	} cases[] = {
+		/* clocks under the power cap, no thermal slowdown: an older
+		 * profile that does not name its basis */
+		{ ", \"derate\": 1.022, \"power_cap_frac\": 1, "
+		  "\"thermal_slowdown_frac\": 0", 1 },
+		{ ", \"derate\": 1.022, \"derate_basis\": \"power-cap\"", 1 },
+		/* a thermal slowdown is a speed */
+		{ ", \"derate\": 1.022, \"power_cap_frac\": 1, "
+		  "\"thermal_slowdown_frac\": 0.4", 1.022 },
+		{ ", \"derate\": 1.022, \"derate_basis\": \"thermal\", "
+		  "\"derate_sd\": 0.005", 1.022 },
+		/* a difference inside its uncertainty is none */
+		{ ", \"derate\": 1.022, \"derate_basis\": \"clock\", "
+		  "\"derate_sd\": 0.03", 1 },
+		{ ", \"derate\": 1.022, \"derate_basis\": \"job\", "
+		  "\"derate_sd\": 0.01", 1.022 },
+		/* without sd: one clock step of the load clock, 15/1000 */
+		{ ", \"derate\": 1.012, \"sm_clock_load_mhz\": 1000", 1 },
+		{ ", \"derate\": 1.02, \"sm_clock_load_mhz\": 1000", 1.02 },
+	};
+	tm_cluster *c = tl_cluster(1, 2, 0);
+	tm_job *j = tl_job(2, 2, 1, 2, 1, true, true);
+	tm_policy *pol = default_policy();
+	(void)state;
+
+	free(c->nodes[0].host);
+	c->nodes[0].host = xstrdup("h");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[1024];
+		tm_profile *p;
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		snprintf(text, sizeof text, "{\"format\": \"thermap.profile/1\", "
+		         "\"gpus\": [" ENTRY(0, ", \"derate\": 1") ", "
+		         "{\"host\": \"h\", \"index\": 1, \"temp_idle_c\": 38, "
+		         "\"temp_load_c\": 60, \"power_idle_w\": 78, "
+		         "\"power_load_w\": 690, \"ambient_c\": 33, "
+		         "\"r_c_per_w\": 0.04%s}]}", cases[i].extra);
+		p = profile_text("p.json", text);
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		if (fabs(pb->derate[1] - cases[i].want) > 1e-12)
+			fail_msg("case %zu: derate %.4f, want %.4f", i, pb->derate[1],
+			         cases[i].want);
+		tm_problem_free(pb);
+		tm_profile_free(p);
+	}
+	tl_free(NULL, pol, j, NULL, c);
+}
+
+/* ---- a waiting rank's power --------------------------------------------- */
+
+static void test_waiting_power(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 2, 0);
+	tm_job *j;
+	tm_policy *pol = default_policy();
+	double w[2] = { 10, 30 };
+	tm_profile *p;
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	int flat[2] = { 0, 1 };
+	tm_eval ev;
+	double t, b0;
+	(void)state;
+
+	free(c->nodes[0].host);
+	c->nodes[0].host = xstrdup("h");
+	j = pipeline(2, 1, w, 8);
+	/* GPU 0 estimated: 78 + 0.45·(690 − 78) = 353.4 W while waiting;
+	 * GPU 1 measured (calibrate): 420 W */
+	p = profile_text("p.json", "{\"format\": \"thermap.profile/1\", "
+	                 "\"gpus\": [" ENTRY(0, "") ", " ENTRY(1,
+	                 ", \"power_wait_w\": 420, \"power_wait_sd_w\": 10") "]}");
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	t = tm_eval_flat(pb, flat, 0, &ev);
+	b0 = tm_rank_busy(pb, 0, 0, t);
+	assert_true(fabs(tm_rank_power(pb, 0, 0, t) -
+	                 (353.4 + b0 * (690 - 353.4))) < 1e-9);
+	assert_true(fabs(tm_rank_temp(pb, 0, 0, t) -
+	                 (33 + 0.04 * (353.4 + b0 * (690 - 353.4)))) < 1e-9);
+	assert_true(fabs(tm_rank_power(pb, 1, 1, 1e9) - 420) < 1e-3);
+	/* a rank that waits is far above idle: at busy 0 it is not 78 W */
+	assert_true(tm_rank_power(pb, 0, 0, 1e12) > 350);
+	/* the uncertainty of the waiting share shows in a light rank's
+	 * temperature, not in a rank that is always busy */
+	assert_true(tm_temp_sd(pb, 0, 0) > tm_temp_sd(pb, 0, 1));
+	assert_true(fabs(tm_temp_sd(pb, 1, 0.5) - hypot(hypot(0.5, 1.2),
+	                 0.5 * 0.04 * 10)) < 1e-9);
+	tm_problem_free(pb);
+	tl_free(NULL, pol, j, p, c);
+}
+
+/* ---- the user's 2×H200 report ------------------------------------------- */
+
+/* The real 2×H200 cluster of fixtures/topo, and what a user reported from
+ * its uniform burn: GPU 0 at 65.4 °C and 1525 MHz, GPU 1 at 61.2 °C and
+ * 1492 MHz, both held at the 700 W power cap (about 690 W), so GPU 1 got
+ * derate 1.022; idle at 38 °C and 78 W (not reported: assumed alike). The
+ * job of the example: the last stage holds the LM head and is heavier. The
+ * plan then moved the heavy stage to the hotter GPU 0 for the clock
+ * difference; in the job both ran it at the same speed, and the peak rose
+ * 4 °C. The plan must keep torchrun's placement. */
+static void test_reported_2xh200(void **state)
+{
+	tm_cluster *c = NULL;
+	tm_error e = { 0, "" };
+	tm_profile *p;
+	tm_job *j;
+	tm_policy *pol = default_policy();
+	tm_run run;
+	double w[2] = { 21.6, 36.0 };
+	(void)state;
+
+	assert_int_equal(tm_cluster_load("fixtures/topo/real-h200x2/derived.json",
+	                                 &c, &e), 0);
+	p = profile_text("reported.json", "{\"format\": \"thermap.profile/1\", "
+	    "\"gpus\": ["
+	    "{\"host\": \"vm\", \"index\": 0, \"temp_idle_c\": 38, "
+	    "\"temp_load_c\": 65.4, \"power_idle_w\": 78, \"power_load_w\": 690, "
+	    "\"power_limit_w\": 700, \"sm_clock_load_mhz\": 1525, "
+	    "\"power_cap_frac\": 1, \"thermal_slowdown_frac\": 0, "
+	    "\"derate\": 1}, "
+	    "{\"host\": \"vm\", \"index\": 1, \"temp_idle_c\": 38, "
+	    "\"temp_load_c\": 61.2, \"power_idle_w\": 78, \"power_load_w\": 690, "
+	    "\"power_limit_w\": 700, \"sm_clock_load_mhz\": 1492, "
+	    "\"power_cap_frac\": 1, \"thermal_slowdown_frac\": 0, "
+	    "\"derate\": 1.022}]}");
+	j = pipeline(2, 1, w, 8);
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_true(is_identity(&run));
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_SAME);
+	assert_true(run.sol.ev.peak_temp_c <= run.sol.baseline.peak_temp_c);
+	assert_true(fabs(run.sol.ev.iteration_ms - run.sol.baseline.iteration_ms)
+	            < 1e-9);
+	tm_run_free(&run);
+	/* the second machine: the hotter GPU clocked 1.4 % faster under the
+	 * cap; torchrun put the heavy stage on it. The clock difference is
+	 * no speed: the heavy stage goes to the cooler GPU */
+	tm_profile_free(p);
+	p = profile_text("reported2.json", "{\"format\": \"thermap.profile/1\", "
+	    "\"gpus\": ["
+	    "{\"host\": \"vm\", \"index\": 0, \"temp_idle_c\": 38, "
+	    "\"temp_load_c\": 63.4, \"power_idle_w\": 78, \"power_load_w\": 695, "
+	    "\"power_cap_frac\": 1, \"derate\": 1.015}, "
+	    "{\"host\": \"vm\", \"index\": 1, \"temp_idle_c\": 38, "
+	    "\"temp_load_c\": 67.2, \"power_idle_w\": 78, \"power_load_w\": 695, "
+	    "\"power_cap_frac\": 1, \"derate\": 1}]}");
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_MOVE);
+	assert_int_equal(run.sol.pl->gpu[1], 0);
+	assert_true(run.sol.ev.peak_temp_c < run.sol.baseline.peak_temp_c - 1);
+	assert_non_null(strstr(run.sol.rule.reason, "cooler"));
+	tm_run_free(&run);
+	tl_free(NULL, pol, j, p, c);
+}
+
+/* ---- gains inside the uncertainty move nothing --------------------------- */
+
+/* Eight equal GPUs on uniform links that differ by fractions of a degree:
+ * the best placement's gain is noise, torchrun's stays, and the reason
+ * names what the best placement offered. */
+static void test_noise_kept(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 8, 3);
+	tm_profile *p = tl_profile(c, true);
+	tm_policy *pol = default_policy();
+	double w[8] = { 20, 21, 21, 21, 21, 21, 21, 24 };
+	tm_job *j = pipeline(8, 1, w, 16);
+	tm_error e = { 0, "" };
+	tm_run run;
+	(void)state;
+
+	tl_state = 77;
+	for (int g = 0; g < p->ngpus; g++) {
+		p->gpus[g].ambient_c = 30 + tl_unif(-0.1, 0.1);
+		p->gpus[g].r_c_per_w = 0.04;
+		p->gpus[g].power_idle_w = 80;
+		p->gpus[g].power_load_w = 600;
+	}
+	p->gpus[7].ambient_c = 30.3;   /* torchrun's heaviest GPU, a bit warm */
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_KEEP);
+	assert_true(is_identity(&run));
+	assert_true(run.sol.rule.best.moves > 0);
+	assert_non_null(strstr(run.sol.rule.reason, "gains nothing beyond the "
+	                       "model's uncertainty"));
+	tm_run_free(&run);
+	/* the same policy without the rule moves for the noise */
+	pol->evidence = false;
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_NONE);
+	assert_false(is_identity(&run));
+	tm_run_free(&run);
+	tl_free(NULL, pol, j, p, c);
+}
+
+/* ---- trades ---------------------------------------------------------------- */
+
+/* GPU 3 loses 20 % of its clock to heat and holds torchrun's heaviest
+ * stage: the fastest placement is much faster and, busier, hotter. At the
+ * default rate (1 °C per 1 %) that is worth it; a policy without a rate
+ * takes the best placement that loses nothing instead. */
+static void test_trade(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 4, 3);
+	tm_profile *p = tl_profile(c, true);
+	tm_policy *pol = default_policy();
+	double w[4] = { 20, 22, 24, 40 };
+	tm_job *j = pipeline(4, 1, w, 16);
+	tm_error e = { 0, "" };
+	tm_run run;
+	(void)state;
+
+	for (int g = 0; g < p->ngpus; g++) {
+		p->gpus[g].ambient_c = g == 3 ? 28 : 40 + g;
+		p->gpus[g].r_c_per_w = 0.04;
+		p->gpus[g].power_idle_w = 80;
+		p->gpus[g].power_load_w = 600;
+	}
+	p->gpus[3].derate = 1.2;
+	p->gpus[3].derate_basis = TM_BASIS_THERMAL;
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_MOVE);
+	assert_true(run.sol.rule.gain.time_pct > 10);
+	assert_true(run.sol.rule.gain.peak_c < -run.sol.rule.gain.peak_sd);
+	assert_non_null(strstr(run.sol.rule.reason, "trading"));
+	tm_run_free(&run);
+
+	pol->exchange_c_per_pct = NAN;
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_false(tm_gain_lost(&run.sol.rule.gain));
+	assert_true(run.sol.rule.resolved);
+	if (run.sol.rule.verdict == TM_VERDICT_MOVE)
+		assert_true(run.sol.rule.gain.time_pct > run.sol.rule.gain.time_sd);
+	else
+		assert_true(is_identity(&run));
+	tm_run_free(&run);
+	tl_free(NULL, pol, j, p, c);
+}
+
+/* ---- wear: past the single hottest GPU ------------------------------------ */
+
+/* GPU 0 runs 20 °C above the rest whatever it holds: it sets the peak in
+ * every placement but the one that gives it the lightest stage, and the
+ * wear criterion then puts the heaviest stage on the coolest GPU, where
+ * the peak alone would leave it where torchrun put it. */
+static void test_hottest_gets_lightest(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 4, 3);
+	tm_profile *p = tl_profile(c, true);
+	tm_policy *pol = default_policy();
+	double w[4] = { 30, 10, 20, 44 };
+	double amb[4] = { 50, 31, 36, 28 };
+	tm_job *j = pipeline(4, 1, w, 16);
+	tm_error e = { 0, "" };
+	tm_run run;
+	(void)state;
+
+	for (int g = 0; g < p->ngpus; g++) {
+		p->gpus[g].ambient_c = amb[g];
+		p->gpus[g].r_c_per_w = 0.04;
+		p->gpus[g].power_idle_w = 80;
+		p->gpus[g].power_load_w = 600;
+	}
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_MOVE);
+	assert_int_equal(run.sol.pl->gpu[1], 0);   /* lightest on the hottest */
+	assert_int_equal(run.sol.pl->gpu[3], 3);   /* heaviest on the coolest */
+	assert_int_equal(run.sol.pl->gpu[0], 1);   /* and the next by work */
+	tm_run_free(&run);
+
+	/* torchrun already gives GPU 0 the lightest stage: the peak cannot
+	 * change, wear still moves the heavy stages to cooler GPUs */
+	w[0] = 10;
+	w[1] = 30;
+	tm_job_free(j);
+	j = pipeline(4, 1, w, 16);
+	amb[0] = 55;
+	amb[3] = 45;
+	for (int g = 0; g < p->ngpus; g++)
+		p->gpus[g].ambient_c = amb[g];
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.pl->gpu[0], 0);
+	assert_true(fabs(run.sol.ev.peak_temp_c - run.sol.baseline.peak_temp_c)
+	            < 1e-6);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_MOVE);
+	assert_true(run.sol.rule.gain.hot_rank > 1);
+	assert_true(run.sol.rule.gain.hot_c > run.sol.rule.gain.hot_sd);
+	assert_int_equal(run.sol.pl->gpu[3], 1);   /* heaviest on the coolest */
+	tm_run_free(&run);
+	tl_free(NULL, pol, j, p, c);
+}
+
+/* ---- the invariant ---------------------------------------------------------- */
+
+static int invariant_runs, invariant_moves;
+
+/* The default plan of random pipelines on one recorded cluster and
+ * profile: never a loss the uncertainty resolves; a kept placement is
+ * torchrun's; a move wins something beyond its uncertainty. */
+static void invariant_on(const char *what, tm_cluster *c, tm_profile *p,
+                         int njobs)
+{
+	tm_policy *pol = default_policy();
+	int ng = c->nodes[0].ngpus;
+	for (int k = 0; k < njobs; k++) {
+		int pp = tl_int(2, ng), dp = 1, m = tl_int(2, 6) * pp;
+		double w[64];
+		tm_job *j;
+		tm_run run;
+		tm_error e = { 0, "" };
+		const tm_gain *g;
+		while (pp * (dp + 1) <= ng && tl_int(0, 1))
+			dp++;
+		for (int s = 0; s < pp; s++)
+			w[s] = tl_unif(5, 60);
+		j = pipeline(pp, dp, w, m);
+		if (tm_run_policy(c, p, j, pol, false, &run, &e))
+			fail_msg("%s, job %d: %s", what, k, e.msg);
+		g = &run.sol.rule.gain;
+		if (run.sol.rule.verdict == TM_VERDICT_NONE ||
+		    tm_gain_lost(g) ||
+		    (run.sol.rule.verdict != TM_VERDICT_MOVE && !is_identity(&run)))
+			fail_msg("%s, job %d (pp %d dp %d): verdict %d, gain %.3f ± "
+			         "%.3f %%, %.2f ± %.2f °C: %s", what, k, pp, dp,
+			         run.sol.rule.verdict, g->time_pct, g->time_sd,
+			         g->peak_c, g->peak_sd, run.sol.rule.reason);
+		/* on these recordings no GPU is faster than another, so the
+		 * rule never needs to trade */
+		assert_false(g->time_pct < -g->time_sd);
+		invariant_runs++;
+		invariant_moves += run.sol.rule.verdict == TM_VERDICT_MOVE;
+		tm_run_free(&run);
+		tm_job_free(j);
+	}
+	tm_policy_free(pol);
+}
+
+static void test_invariant_recordings(void **state)
+{
+	static const char *const rec[][2] = {
+		{ "fixtures/h200x4-a/cluster.json", "fixtures/h200x4-a/profile.json" },
+		{ "fixtures/real/h200x4-vm/cluster.json",
+		  "fixtures/real/h200x4-vm/profile.json" },
+		{ "fixtures/nanogpt-h100x8/cluster.json",
+		  "fixtures/nanogpt-h100x8/profile.json" },
+	};
+	(void)state;
+	tl_state = 20261125;
+	for (size_t i = 0; i < sizeof rec / sizeof rec[0]; i++) {
+		tm_cluster *c = NULL;
+		tm_profile *p = NULL;
+		tm_error e = { 0, "" };
+		assert_int_equal(tm_cluster_load(rec[i][0], &c, &e), 0);
+		if (tm_profile_load(rec[i][1], &p, &e))
+			fail_msg("%s", e.msg);
+		invariant_on(rec[i][1], c, p, 40);
+		tm_profile_free(p);
+		tm_cluster_free(c);
+	}
+	print_message("invariant on the recordings: %d plans, %d moved, none "
+	              "predicted worse than torchrun's\n", invariant_runs,
+	              invariant_moves);
+}
+
+/* Random clusters and profiles, derates real and not: a loss is only ever
+ * taken as a trade worth the policy's rate. */
+static void test_invariant_random(void **state)
+{
+	int moved = 0, traded = 0;
+	(void)state;
+	tl_state = 424242;
+	for (int it = 0; it < 150; it++) {
+		int n = tl_int(2, 8), pp = tl_int(2, n);
+		tm_cluster *c = tl_cluster(1, n, tl_int(0, 3));
+		tm_profile *p = tl_profile(c, false);
+		tm_policy *pol = default_policy();
+		double w[8];
+		tm_job *j;
+		tm_run run;
+		tm_error e = { 0, "" };
+		const tm_gain *g;
+		for (int s = 0; s < pp; s++)
+			w[s] = tl_unif(5, 60);
+		j = pipeline(pp, 1, w, tl_int(1, 4) * pp);
+		for (int k = 0; k < p->ngpus; k++) {
+			p->gpus[k].derate_sd = tl_unif(0, 0.03);
+			p->gpus[k].derate_basis = tl_int(0, 1) ? TM_BASIS_THERMAL :
+			                          TM_BASIS_POWER_CAP;
+		}
+		if (it % 3 == 0)
+			pol->exchange_c_per_pct = NAN;
+		assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+		g = &run.sol.rule.gain;
+		if (tm_gain_lost(g) && !tm_gain_worth(g, pol->exchange_c_per_pct))
+			fail_msg("case %d: a loss not worth the rate: %s", it,
+			         run.sol.rule.reason);
+		if (run.sol.rule.verdict == TM_VERDICT_KEEP && !is_identity(&run))
+			fail_msg("case %d: kept, but not torchrun's placement", it);
+		moved += run.sol.rule.verdict == TM_VERDICT_MOVE;
+		traded += tm_gain_lost(g);
+		tm_run_free(&run);
+		tl_free(NULL, pol, j, p, c);
+	}
+	print_message("random: 150 plans, %d moved, %d of them trades\n", moved,
+	              traded);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_evidence_derate),
+		cmocka_unit_test(test_waiting_power),
+		cmocka_unit_test(test_reported_2xh200),
+		cmocka_unit_test(test_noise_kept),
+		cmocka_unit_test(test_trade),
+		cmocka_unit_test(test_hottest_gets_lightest),
+		cmocka_unit_test(test_invariant_recordings),
+		cmocka_unit_test(test_invariant_random),
+	};
+	tm_set_warn(NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
