@@ -91,6 +91,19 @@ static double num(json_t *g, const char *k)
 #define assert_near(a, b, tol) \
 	assert_true(fabs((double)(a) - (double)(b)) <= (tol))
 
+/* The line of estimated.k saying how field k was estimated; "" when the
+ * field is not marked. */
+static const char *est(json_t *g, const char *k)
+{
+	json_t *m = json_object_get(json_object_get(g, "estimated"), k);
+	return json_is_string(m) ? json_string_value(m) : "";
+}
+
+static double rnd4(double x)
+{
+	return round(x * 1e4) / 1e4;
+}
+
 /* ---- the real recording -------------------------------------------------- */
 
 static const char *H200 = "fixtures/h200x4-a/telemetry.csv";
@@ -112,10 +125,18 @@ static void test_h200_matches_python(void **state)
 	assert_int_equal(json_array_size(json_object_get(p, "gpus")), 4);
 	for (int i = 0; i < 4; i++) {
 		json_t *a = gpu(p, i), *b = gpu(ref, i);
+		/* the same fields, none more */
+		assert_int_equal(json_object_size(a), json_object_size(b));
 		json_object_foreach(b, k, v) {
 			if (!strcmp(k, "uuid") || !strcmp(k, "host") ||
 			    !strcmp(k, "pci_bus_id"))
 				continue;
+			assert_non_null(json_object_get(a, k));
+			if (json_is_string(v) || json_is_object(v)) {
+				if (!json_equal(json_object_get(a, k), v))
+					fail_msg("GPU %d %s differs from python", i, k);
+				continue;
+			}
 			if (json_is_null(v)) {
 				assert_true(isnan(num(a, k)));
 				continue;
@@ -260,17 +281,28 @@ static void test_fit_without_idle(void **state)
 	g = gpu(p, 0);
 	/* not flat (45..55 C): settled from t=30 to the end */
 	assert_int_equal((int)num(g, "load_samples"), 170);
-	assert_true(isnan(num(g, "temp_idle_c")));
 	assert_near(num(g, "ambient_c"), 30, 1e-9);
 	assert_near(num(g, "r_c_per_w"), 0.05, 1e-9);
+	assert_string_equal(est(g, "r_c_per_w"), "");   /* its own fit */
+	assert_near(num(g, "temp_fit_sd_c"), 0, 1e-9);  /* an exact line */
+	/* never idle: 11 % of the largest power seen, 500 W, and the fit
+	 * there, both marked */
+	assert_near(num(g, "power_idle_w"), 55, 1e-9);
+	assert_near(num(g, "temp_idle_c"), 32.8, 0.051);
+	assert_non_null(strstr(est(g, "power_idle_w"), "11 % of 500.00 W"));
+	assert_string_equal(est(g, "temp_idle_c"),
+	                    "no idle samples: the fit at power_idle_w");
 	json_decref(p);
-	/* 50 W apart: too close to tell the slope from noise */
+	/* 50 W apart: too close to tell the slope from noise; no other GPU
+	 * to pool with and no power limit, so the last-resort slope over the
+	 * largest power seen, marked as such */
 	assert_int_equal(run1(puts_("ctl-narrow.csv", narrow), NULL, &p, &e),
 	                 0);
 	g = gpu(p, 0);
 	assert_int_equal((int)num(g, "load_samples"), 170);
-	assert_true(isnan(num(g, "ambient_c")));
-	assert_true(isnan(num(g, "r_c_per_w")));
+	assert_near(num(g, "r_c_per_w"), rnd4(30.0 / 350), 1e-9);
+	assert_non_null(strstr(est(g, "r_c_per_w"), "last resort"));
+	assert_non_null(strstr(est(g, "ambient_c"), "last-resort"));
 	json_decref(p);
 	free(wide);
 	free(narrow);
