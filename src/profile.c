@@ -359,10 +359,14 @@ char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
 				take(g, f, "derate_sd", took);
 				take(g, f, "derate_basis", took);
 			}
+			/* the fit goes with the load level it came with, unless
+			 * the window fitted this GPU itself */
 			if (!idle_only && no_load &&
 			    json_is_number(json_object_get(f, "ambient_c")) &&
 			    json_is_number(json_object_get(f, "r_c_per_w")) &&
-			    (wants(g, f, "ambient_c") || wants(g, f, "r_c_per_w"))) {
+			    (!json_is_number(json_object_get(g, "ambient_c")) ||
+			     !json_is_number(json_object_get(g, "r_c_per_w")) ||
+			     marked(g, "ambient_c") || marked(g, "r_c_per_w"))) {
 				take(g, f, "ambient_c", took);
 				take(g, f, "r_c_per_w", took);
 				take(g, f, "temp_fit_sd_c", took);
