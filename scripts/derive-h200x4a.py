@@ -490,8 +490,8 @@ def group_fits(members, what, name):
             g["est"]["r_c_per_w"] = (
                 "pooled: one slope fitted over the settled samples of the %.0f "
                 "GPUs of %s %s, each about its own means (power spread within "
-                "a GPU %.1f W over %.0f samples); too little power variation "
-                "for a fit of its own" % (ng, what, name, sd, nn))
+                "a GPU %.1f W over %.0f samples); no fit of its own"
+                % (ng, what, name, sd, nn))
             g["est"]["ambient_c"] = ("this GPU's mean temperature less the "
                                      "pooled slope times its mean power")
             g["est"]["temp_fit_sd_c"] = "this GPU's samples about the pooled slope"
@@ -506,14 +506,14 @@ def group_fits(members, what, name):
         if g["plimit"] and g["plimit"] > 0:
             g["est"]["r_c_per_w"] = (
                 "last resort, not fitted: %.0f \u00b0C above ambient at the "
-                "power limit of %.2f W; neither this GPU's nor its %s's power "
-                "varied enough to fit a slope" % (LIMIT_RISE_C, lim, what))
+                "power limit of %.2f W; no fit of its own, nor a pooled one "
+                "over its %s's GPUs" % (LIMIT_RISE_C, lim, what))
         else:
             g["est"]["r_c_per_w"] = (
                 "last resort, not fitted: %.0f \u00b0C above ambient at %.2f W, "
                 "the largest power seen on the GPUs of %s %s (no power limit "
-                "in the log); neither this GPU's nor its %s's power varied "
-                "enough to fit a slope" % (LIMIT_RISE_C, lim, what, name, what))
+                "in the log); no fit of its own, nor a pooled one over its "
+                "%s's GPUs" % (LIMIT_RISE_C, lim, what, name, what))
         g["est"]["ambient_c"] = ("this GPU's mean temperature less the "
                                  "last-resort slope times its mean power")
         g["est"]["temp_fit_sd_c"] = "this GPU's samples about the last-resort slope"

@@ -1160,8 +1160,8 @@ static void group_fits(ent **m, int n)
 			est_set(e, E_R, "pooled: one slope fitted over the settled "
 			        "samples of the %.0f GPUs of %s %s, each about its "
 			        "own means (power spread within a GPU %.1f W over "
-			        "%.0f samples); too little power variation for a fit "
-			        "of its own", G, what, e->group, sd, N);
+			        "%.0f samples); no fit of its own", G, what,
+			        e->group, sd, N);
 			est_set(e, E_AMBIENT, "this GPU's mean temperature less "
 			        "the pooled slope times its mean power");
 			est_set(e, E_FIT_SD, "this GPU's samples about the pooled "
@@ -1173,15 +1173,15 @@ static void group_fits(ent **m, int n)
 			continue;
 		if (e->plimit > 0)
 			est_set(e, E_R, "last resort, not fitted: %.0f °C above "
-			        "ambient at the power limit of %.2f W; neither this "
-			        "GPU's nor its %s's power varied enough to fit a "
-			        "slope", LIMIT_RISE_C, lim, what);
+			        "ambient at the power limit of %.2f W; no fit of its "
+			        "own, nor a pooled one over its %s's GPUs",
+			        LIMIT_RISE_C, lim, what);
 		else
 			est_set(e, E_R, "last resort, not fitted: %.0f °C above "
 			        "ambient at %.2f W, the largest power seen on the "
-			        "GPUs of %s %s (no power limit in the log); neither "
-			        "this GPU's nor its %s's power varied enough to fit "
-			        "a slope", LIMIT_RISE_C, lim, what, e->group, what);
+			        "GPUs of %s %s (no power limit in the log); no fit "
+			        "of its own, nor a pooled one over its %s's GPUs",
+			        LIMIT_RISE_C, lim, what, e->group, what);
 		est_set(e, E_AMBIENT, "this GPU's mean temperature less the "
 		        "last-resort slope times its mean power");
 		est_set(e, E_FIT_SD, "this GPU's samples about the last-resort "
