@@ -660,8 +660,16 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 void tl_gpu_model(tl_src *src, int gpu, const char *name, size_t len)
 {
 	tgpu *g = &src->sink->g[gpu];
-	if (!g->model && name && len)
-		g->model = strndup(name, len < 255 ? len : 255);
+	if (g->model || !name || !len)
+		return;
+	/* it is written into the profile: printable ASCII only, so that
+	 * any bytes a log holds there still make valid JSON text */
+	if (len > 255)
+		len = 255;
+	g->model = xmalloc(len + 1);
+	for (size_t i = 0; i < len; i++)
+		g->model[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
+	g->model[len] = '\0';
 }
 
 void tl_reasons(tl_sample *s, unsigned long long mask)
