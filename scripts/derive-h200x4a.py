@@ -171,6 +171,7 @@ IDLE_SHARE = 0.11        # idle power without idle samples: share of the limit
 CAPPED_FRAC = 0.5        # power-capped: SW power cap active this often
 CAPPED_POWER = 0.95      # ... or, without reasons, this share of the limit
 THERMAL_FRAC = 0.05      # thermally slowed: a thermal reason this often
+LIMIT_MAX_W = 1e5        # a power limit an estimate may rest on, at most
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -497,7 +498,7 @@ def group_fits(members, what, name):
             g["est"]["temp_fit_sd_c"] = "this GPU's samples about the pooled slope"
             continue
         lim = g["plimit"] if g["plimit"] and g["plimit"] > 0 else pmax
-        if not lim or lim <= 0:
+        if not lim or not 0 < lim <= LIMIT_MAX_W:
             continue
         res = slope_fit(g, LIMIT_RISE_C / lim)
         if res is None:
@@ -521,7 +522,7 @@ def group_fits(members, what, name):
         if not g["load"]:
             continue
         base = g["plimit"] if g["plimit"] and g["plimit"] > 0 else pmax
-        if g["power_idle"] is None and base and base > 0:
+        if g["power_idle"] is None and base and 0 < base <= LIMIT_MAX_W:
             pmin = min(s["power"] for s in g["fit"]) if g["fit"] else None
             pi = IDLE_SHARE * base
             if g["plimit"] and g["plimit"] > 0:
@@ -548,8 +549,8 @@ def group_fits(members, what, name):
         elif g["temp_load"] is not None:
             g["temp_idle"] = min(s["temp"] for s in g["ss"])
             g["est"]["temp_idle_c"] = (
-                "no idle samples and no power to fit: the lowest temperature "
-                "this GPU showed, so at most its idle temperature")
+                "no idle samples and no fit: the lowest temperature this GPU "
+                "showed, so at most its idle temperature")
 
 
 def derate_of(g, fast):

@@ -37,6 +37,8 @@
 #define CAPPED_POWER 0.95  /* ... or, without reasons, this share of the
                               limit drawn at full load */
 #define THERMAL_FRAC 0.05  /* thermally slowed: reason active this often */
+#define LIMIT_MAX_W 1e5    /* a power limit an estimate may rest on, at most
+                              (the profile format's range of powers) */
 #define QMAX 1024          /* samples held for the guard, per GPU (2^k) */
 #define READ_CHUNK (1u << 20)
 
@@ -1177,7 +1179,8 @@ static void group_fits(ent **m, int n)
 			continue;
 		}
 		lim = e->plimit > 0 ? e->plimit : pmax;
-		if (!(lim > 0) || !slope_fit(e, LIMIT_RISE_C / lim, FIT_LIMIT))
+		if (!(lim > 0 && lim <= LIMIT_MAX_W) ||
+		    !slope_fit(e, LIMIT_RISE_C / lim, FIT_LIMIT))
 			continue;
 		if (e->plimit > 0)
 			est_set(e, E_R, "last resort, not fitted: %.0f °C above "
@@ -1203,7 +1206,7 @@ static void group_fits(ent **m, int n)
 		if (st->load == 0)
 			continue;
 		base = e->plimit > 0 ? e->plimit : pmax;
-		if (isnan(e->power_idle) && base > 0) {
+		if (isnan(e->power_idle) && base > 0 && base <= LIMIT_MAX_W) {
 			e->power_idle = IDLE_SHARE * base;
 			/* idle draws no more than the GPU did when settled */
 			if (e->power_idle > st->fit_pmin)
@@ -1232,9 +1235,9 @@ static void group_fits(ent **m, int n)
 			        "power_idle_w");
 		} else if (!isnan(e->temp_load) && !isnan(e->g->tmin)) {
 			e->temp_idle = e->g->tmin;
-			est_set(e, E_TEMP_IDLE, "no idle samples and no power to "
-			        "fit: the lowest temperature this GPU showed, so "
-			        "at most its idle temperature");
+			est_set(e, E_TEMP_IDLE, "no idle samples and no fit: the "
+			        "lowest temperature this GPU showed, so at most its "
+			        "idle temperature");
 		}
 	}
 }
