@@ -974,8 +974,11 @@ static void test_baseline_fill(void **state)
 	assert_string_equal(est(g, "temp_idle_c"), "");
 	assert_string_equal(est(g, "power_idle_w"), "");
 	assert_string_equal(est(g, "r_c_per_w"), "r");
-	assert_true(json_equal(json_object_get(g, "from_baseline"),
-	            json_pack("[ss]", "temp_idle_c", "power_idle_w")));
+	{
+		json_t *want = json_pack("[ss]", "temp_idle_c", "power_idle_w");
+		assert_true(json_equal(json_object_get(g, "from_baseline"), want));
+		json_decref(want);
+	}
 	/* GPU 1: no load level here: the load level, the derate with its
 	 * uncertainty and basis, the fit with its spread and the earlier
 	 * profile's marks */
@@ -1230,7 +1233,7 @@ static void test_threads_same_result(void **state)
 	                     "0000:00:08.0"))
 		fail_msg("%s", msg_seq);
 	for (int n = 2; n <= 4; n++) {
-		char nt[8];
+		char nt[16];
 		snprintf(nt, sizeof nt, "%d", n);
 		setenv("THERMAP_THREADS", nt, 1);
 		memset(&e, 0, sizeof e);
