@@ -280,14 +280,50 @@ static bool same_gpu(json_t *a, json_t *b)
 	       json_equal(json_object_get(a, "index"), json_object_get(b, "index"));
 }
 
+/* Whether entry g marks field k as estimated. */
+static bool marked(json_t *g, const char *k)
+{
+	json_t *e = json_object_get(g, "estimated");
+	return json_is_object(e) && json_object_get(e, k) != NULL;
+}
+
+/* Whether the window's field k should give way to the baseline's: the
+ * window has no value, or only an estimate where the baseline measured. */
+static bool wants(json_t *g, json_t *f, const char *k)
+{
+	json_t *v = json_object_get(g, k);
+	if (!json_is_number(json_object_get(f, k)))
+		return false;
+	return !v || json_is_null(v) || (marked(g, k) && !marked(f, k));
+}
+
+/* Field k of f into g: its value (null when f lacks it), and f's
+ * estimated mark of it in place of g's; listed in took when a value. */
+static void take(json_t *g, json_t *f, const char *k, json_t *took)
+{
+	json_t *v = json_object_get(f, k), *ge = json_object_get(g, "estimated");
+	json_t *fe = json_object_get(f, "estimated");
+	json_object_set(g, k, v ? v : json_null());
+	if (json_is_object(ge))
+		json_object_del(ge, k);
+	if (json_is_object(fe) && json_object_get(fe, k)) {
+		if (!json_is_object(ge)) {
+			ge = json_object();
+			json_object_set_new(g, "estimated", ge);
+		}
+		json_object_set(ge, k, json_object_get(fe, k));
+	}
+	if (v && !json_is_null(v))
+		json_array_append_new(took, json_string(k));
+}
+
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled)
 {
 	static const char *const idle[] = { "temp_idle_c", "power_idle_w",
 		"power_limit_w", "sm_clock_max_mhz", NULL };
 	static const char *const load[] = { "temp_load_c", "power_load_w",
-		"headroom_c", "sm_clock_load_mhz", "derate", "ambient_c",
-		"r_c_per_w", NULL };
+		"headroom_c", "sm_clock_load_mhz", NULL };
 	json_t *root = json_loads(text, 0, NULL), *base, *g, *f;
 	size_t i, k;
 	char *out;
@@ -301,7 +337,7 @@ char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
 	}
 	json_array_foreach(json_object_get(root, "gpus"), i, g)
 		json_array_foreach(json_object_get(base, "gpus"), k, f) {
-			json_t *took;
+			json_t *took, *est;
 			/* the load level only for a GPU that never reached full
 			 * load here: its own load level beats an older one, and
 			 * the older fit must not override it */
@@ -312,19 +348,32 @@ char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
 				continue;
 			took = json_array();
 			for (int q = 0; idle[q]; q++)
-				if (json_is_null(json_object_get(g, idle[q])) &&
-				    json_is_number(json_object_get(f, idle[q]))) {
-					json_object_set(g, idle[q],
-					                json_object_get(f, idle[q]));
-					json_array_append_new(took, json_string(idle[q]));
-				}
+				if (wants(g, f, idle[q]))
+					take(g, f, idle[q], took);
 			for (int q = 0; !idle_only && no_load && load[q]; q++)
-				if (json_is_null(json_object_get(g, load[q])) &&
-				    json_is_number(json_object_get(f, load[q]))) {
-					json_object_set(g, load[q],
-					                json_object_get(f, load[q]));
-					json_array_append_new(took, json_string(load[q]));
-				}
+				if (wants(g, f, load[q]))
+					take(g, f, load[q], took);
+			/* a derate and the fit go with what qualifies them */
+			if (!idle_only && no_load && wants(g, f, "derate")) {
+				take(g, f, "derate", took);
+				take(g, f, "derate_sd", took);
+				take(g, f, "derate_basis", took);
+			}
+			/* the fit goes with the load level it came with, unless
+			 * the window fitted this GPU itself */
+			if (!idle_only && no_load &&
+			    json_is_number(json_object_get(f, "ambient_c")) &&
+			    json_is_number(json_object_get(f, "r_c_per_w")) &&
+			    (!json_is_number(json_object_get(g, "ambient_c")) ||
+			     !json_is_number(json_object_get(g, "r_c_per_w")) ||
+			     marked(g, "ambient_c") || marked(g, "r_c_per_w"))) {
+				take(g, f, "ambient_c", took);
+				take(g, f, "r_c_per_w", took);
+				take(g, f, "temp_fit_sd_c", took);
+			}
+			est = json_object_get(g, "estimated");
+			if (json_is_object(est) && json_object_size(est) == 0)
+				json_object_del(g, "estimated");
 			*nfilled += (int)json_array_size(took);
 			if (json_array_size(took) && !idle_only)
 				json_object_set(g, "from_baseline", took);

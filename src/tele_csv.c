@@ -21,6 +21,7 @@
 enum col_kind {
 	C_SKIP,     /* a column thermap does not read */
 	C_TIME, C_INDEX, C_PCI, C_UUID,
+	C_NAME,     /* the GPU model (`name`): groups GPUs for a pooled fit */
 	C_NUM,      /* a number into field */
 	C_MASK,     /* clocks_event_reasons.active: hex bitmask */
 	C_FLAG,     /* Active / Not Active into field (ORed) */
@@ -42,6 +43,7 @@ static const colspec names[] = {
 	{ "index", C_INDEX, 0, 0 },
 	{ "pci.bus.id", C_PCI, 0, 0 },
 	{ "uuid", C_UUID, 0, 0 },
+	{ "name", C_NAME, 0, 0 },
 	{ "temperature.gpu", C_NUM, TL_TEMP, 0 },
 	{ "power.draw", C_NUM, TL_POWER, 0 },
 	{ "power.draw.average", C_NUM, TL_POWER, 1 },
@@ -72,6 +74,7 @@ static const colspec names[] = {
 	{ "gpu", C_INDEX, 0, 2 },
 	{ "pci.bus", C_SKIP, 0, 0 },
 	{ "gpu.uuid", C_UUID, 0, 1 },
+	{ "gpu.name", C_NAME, 0, 1 },
 	{ "temperature.c", C_NUM, TL_TEMP, 1 },
 	{ "temperature", C_NUM, TL_TEMP, 2 },
 	{ "temp.c", C_NUM, TL_TEMP, 3 },
@@ -218,7 +221,7 @@ static void trim(const char **p, const char **e)
  * thermap reads, 0 when none is known, with the column table set. */
 static int set_header(csv *C, const char *line, size_t len)
 {
-	int best[TL_NFIELDS + 4], known = 0, n = 1;
+	int best[TL_NFIELDS + 5], known = 0, n = 1;
 	const char *p = line, *e = line + len;
 	for (const char *q = line; q < e; q++)
 		n += *q == ',';
@@ -226,7 +229,7 @@ static int set_header(csv *C, const char *line, size_t len)
 	C->cols = xcalloc((size_t)n, sizeof *C->cols);
 	C->ncols = n;
 	C->have_id = false;
-	for (int i = 0; i < TL_NFIELDS + 4; i++)
+	for (int i = 0; i < TL_NFIELDS + 5; i++)
 		best[i] = 99;
 	/* two passes: the best-ranked name of each field wins */
 	for (int pass = 0; pass < 2; pass++) {
@@ -246,7 +249,8 @@ static int set_header(csv *C, const char *line, size_t len)
 				slot = s->kind == C_NUM ? s->field
 				       : TL_NFIELDS + (s->kind == C_TIME ? 0
 				       : s->kind == C_INDEX ? 1
-				       : s->kind == C_PCI ? 2 : 3);
+				       : s->kind == C_PCI ? 2
+				       : s->kind == C_UUID ? 3 : 4);
 				if (s->kind == C_MASK || s->kind == C_FLAG ||
 				    s->kind == C_COUNT || s->kind == C_SKIP) {
 					if (pass == 1) {
@@ -463,8 +467,8 @@ static inline bool keq(const char *a, const char *b, size_t n)
 }
 
 /* The GPU of a key seen before, or -1. */
-static int row_gpu_known(csv *C, const char *const ids[3],
-                         const size_t idn[3])
+static int row_gpu_known(csv *C, const char *const ids[4],
+                         const size_t idn[4])
 {
 	/* interleaved logs cycle through their GPUs: try the entry after
 	 * the last hit first */
@@ -484,7 +488,7 @@ static int row_gpu_known(csv *C, const char *const ids[3],
 	return -1;
 }
 
-static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
+static int row_gpu(csv *C, const char *const ids[4], const size_t idn[4])
 {
 	tl_src *S = C->src;
 	char *uuid = NULL, *pci = NULL;
@@ -521,6 +525,8 @@ static int row_gpu(csv *C, const char *const ids[3], const size_t idn[3])
 	id = tl_gpu(S, C->host, uuid, pci, index);
 	free(uuid);
 	free(pci);
+	if (id >= 0 && ids[3] && idn[3] && !is_missing(ids[3], ids[3] + idn[3]))
+		tl_gpu_model(S, id, ids[3], idn[3]);
 	if (id >= 0 && kl <= sizeof C->cache[0].key) {
 		idcache *c = &C->cache[C->ncache < NCACHE ? C->ncache++ : C->next];
 		if (C->ncache == NCACHE)
@@ -585,9 +591,11 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
 		break;
 	case C_INDEX:
 	case C_PCI:
-	case C_UUID: {
+	case C_UUID:
+	case C_NAME: {
 		int k = C->cols[c].kind == C_INDEX ? 0
-		        : C->cols[c].kind == C_PCI ? 1 : 2;
+		        : C->cols[c].kind == C_PCI ? 1
+		        : C->cols[c].kind == C_UUID ? 2 : 3;
 		ids[k] = vp;
 		idn[k] = (size_t)(ve - vp);
 		break;
@@ -648,8 +656,9 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
  * are read in place; anything else (units, [N/A], hex, words) goes to
  * one_value(). */
 typedef struct rowrec {   /* a parsed row waiting to be pushed */
-	const char *ids[3];   /* index, pci.bus_id, uuid as in the row */
-	size_t idn[3];
+	const char *ids[4];   /* index, pci.bus_id, uuid, name as in the
+	                         row (the name does not tell GPUs apart) */
+	size_t idn[4];
 	tl_sample s;
 } rowrec;
 
@@ -665,8 +674,8 @@ static int parse_row(csv *C, const char *line, size_t len,
 	const col *cols = C->cols;     /* kept in a register: read per field */
 	unsigned fset = 0, fval = 0;   /* Active/Not Active, per field bit */
 
-	ids[0] = ids[1] = ids[2] = NULL;
-	idn[0] = idn[1] = idn[2] = 0;
+	ids[0] = ids[1] = ids[2] = ids[3] = NULL;
+	idn[0] = idn[1] = idn[2] = idn[3] = 0;
 	tl_sample_clear(smp);
 	for (;; c++) {
 		const char *q;
@@ -740,11 +749,13 @@ static int parse_row(csv *C, const char *line, size_t len,
 		}
 		case C_INDEX:
 		case C_PCI:
-		case C_UUID: {
+		case C_UUID:
+		case C_NAME: {
 			/* identities are compared as bytes later: just find them */
 			const char *v = p, *ve;
 			int k = cols[c].kind == C_INDEX ? 0
-			        : cols[c].kind == C_PCI ? 1 : 2;
+			        : cols[c].kind == C_PCI ? 1
+			        : cols[c].kind == C_UUID ? 2 : 3;
 			while (*v == ' ')
 				v++;
 			q = ve = to_comma(v, e);
@@ -912,8 +923,8 @@ typedef struct prow {
 } prow;
 
 typedef struct pkey {     /* a GPU key as first seen in the piece */
-	const char *ids[3];
-	size_t idn[3];
+	const char *ids[4];   /* with the name of that first row */
+	size_t idn[4];
 } pkey;
 
 typedef struct chunk {
@@ -982,7 +993,7 @@ static ssize_t pread_all(int fd, char *buf, size_t n, long long off)
 
 /* The row's GPU key in the piece's table, added when new; -1 when the
  * table is full (the sequential reader then takes the row). */
-static int piece_key(chunk *ch, const char *const ids[3], const size_t idn[3])
+static int piece_key(chunk *ch, const char *const ids[4], const size_t idn[4])
 {
 	pkey *k;
 	for (int i = 0, j = ch->hit; i < ch->nkey; i++, j++) {
@@ -1001,7 +1012,7 @@ static int piece_key(chunk *ch, const char *const ids[3], const size_t idn[3])
 		return -1;
 	k = &ch->key[ch->nkey];
 	ch->klen[ch->nkey] = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		k->ids[i] = ids[i];
 		k->idn[i] = idn[i];
 	}
@@ -1060,8 +1071,8 @@ static void parse_piece(par *P, chunk *ch)
 			;
 		if (p < l + n) {
 			prow *r;
-			const char *ids[3];
-			size_t idn[3];
+			const char *ids[4];
+			size_t idn[4];
 			int j;
 			if (!isdigit((unsigned char)*p) || (nul && nul < l + n)) {
 				ch->stop_off = rs + (long long)pos;

@@ -73,10 +73,11 @@ static int find_metric(const char *name, size_t n)
 	return -1;
 }
 
-/* The labels that name a GPU (dcgm-exporter's spelling). */
-enum { ID_HOST, ID_UUID, ID_PCI, ID_GPU, NID };
+/* The labels that name a GPU (dcgm-exporter's spelling), and its model,
+ * which does not tell GPUs apart but groups them for a pooled fit. */
+enum { ID_HOST, ID_UUID, ID_PCI, ID_GPU, ID_MODEL, NID };
 static const char *const id_labels[NID] = {
-	"Hostname", "UUID", "pci_bus_id", "gpu"
+	"Hostname", "UUID", "pci_bus_id", "gpu", "modelName"
 };
 
 /* ---- values ------------------------------------------------------------- */
@@ -228,6 +229,8 @@ static const char *bad_ident(int which, const char *v, int *index)
 		return ok ? NULL : "a PCI bus id; expected like "
 		       "\"00000000:00:06.0\"";
 	}
+	case ID_MODEL:
+		return NULL;   /* any text; it is only compared */
 	default:
 		x = strtol(v, &end, 10);
 		if (*end || end == v || v[0] < '0' || v[0] > '9' || x > 65535)
@@ -637,12 +640,16 @@ static int resolve_gpu(const idplace *I, preader *R, const char *metric,
 			R->fhost_done = true;
 		}
 		host = R->fhost;
+		if (host && !src->fhost[0])
+			snprintf(src->fhost, sizeof src->fhost, "%s", host);
 	}
 	if (!host) {
 		id_fail(I, "no host: give --host or a Hostname label");
 		return -1;
 	}
 	gpu = tl_gpu(src, host, id[ID_UUID], id[ID_PCI], index);
+	if (gpu >= 0 && id[ID_MODEL])
+		tl_gpu_model(src, gpu, id[ID_MODEL], strlen(id[ID_MODEL]));
 	if (gpu >= 0 && klen)
 		id_put(R, key, klen, gpu);
 	return gpu;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,18 @@
 #define CLOCK_STEP_MHZ 15.0/* SM clock resolution: smaller gaps are noise */
 #define FIT_SPAN_W 100.0   /* fit without idle: settled power spans this */
 #define FIT_MIN_N 10       /* ... over at least this many samples */
+#define POOL_SD_W 30.0     /* pooled fit: within-GPU power SD, W: that of
+                              FIT_SPAN_W spread evenly (100/√12) */
+#define LIMIT_RISE_C 30.0  /* last-resort slope: °C over ambient at the
+                              power limit (the real recordings' fits) */
+#define IDLE_SHARE 0.11    /* idle power without idle samples: share of
+                              the power limit (real idle recordings) */
+#define CAPPED_FRAC 0.5    /* power-capped: reason active this often */
+#define CAPPED_POWER 0.95  /* ... or, without reasons, this share of the
+                              limit drawn at full load */
+#define THERMAL_FRAC 0.05  /* thermally slowed: reason active this often */
+#define LIMIT_MAX_W 1e5    /* a power limit an estimate may rest on, at most
+                              (the profile format's range of powers) */
 #define QMAX 1024          /* samples held for the guard, per GPU (2^k) */
 #define READ_CHUNK (1u << 20)
 
@@ -241,16 +254,29 @@ static double hist_rank(const hist *h, double q)
 	return h->key[h->n - 1] / 10.0;
 }
 
+/* Full-load SM clocks, for the standard error of their mean: the spread,
+ * and how alike consecutive samples are (nvidia-smi samples faster than
+ * the clock wanders). Sums are of d = clock - the GPU's first full-load
+ * clock, so that squares of ~2000 MHz keep their precision. */
+typedef struct clocks {
+	double n, s, ss;        /* samples, Σd (MHz), Σd² (MHz²) */
+	double np, s0, s1, s01; /* consecutive pairs: count, Σ earlier d,
+	                           Σ later d (MHz), Σ earlier·later (MHz²) */
+	double first, last;     /* d of the earliest and latest sample, MHz */
+	long first_seq, last_seq; /* their numbers in the GPU's stream */
+} clocks;
+
 /* What the settled samples of one GPU add up to. */
 typedef struct stats {
 	mean temp_idle, power_idle;
 	mean temp_full, power_full, tlimit_full, margin_full, clock_full;
+	clocks clk;                         /* full-load clocks, spread */
 	long nidle, load;
 	hist temp_load;
 	double temp_max;
 	mean thermal, pcap;                 /* per-sample flags, loaded */
 	double th_us, th_span, pc_us, pc_span; /* counters, loaded, µs */
-	double fn, fx, fy, fxx, fxy;        /* fit sums, shifted */
+	double fn, fx, fy, fxx, fxy, fyy;   /* fit sums, shifted: W, °C */
 	long fit_idle, fit_busy;
 	double fit_pmin, fit_pmax;          /* power range of fit samples */
 } stats;
@@ -260,6 +286,95 @@ static void stats_init(stats *st)
 	memset(st, 0, sizeof *st);
 	st->temp_max = NAN;
 	st->fit_pmin = st->fit_pmax = NAN;
+	st->clk.first_seq = st->clk.last_seq = -1;
+}
+
+static void clocks_add(clocks *c, double d, long seq)
+{
+	if (c->n > 0 && seq == c->last_seq + 1) {
+		c->np++;
+		c->s0 += c->last;
+		c->s1 += d;
+		c->s01 += c->last * d;
+	}
+	if (c->n == 0) {
+		c->first = d;
+		c->first_seq = seq;
+	}
+	c->n++;
+	c->s += d;
+	c->ss += d * d;
+	c->last = d;
+	c->last_seq = seq;
+}
+
+/* Adds b's clocks to a's. Either may hold the earlier samples (the early
+ * part of a log's first run is merged into the rest); a pair that the
+ * merge makes consecutive is counted as if the samples came in order. */
+static void clocks_merge(clocks *a, const clocks *b)
+{
+	if (b->n == 0)
+		return;
+	if (a->n == 0) {
+		*a = *b;
+		return;
+	}
+	a->np += b->np;
+	a->s0 += b->s0;
+	a->s1 += b->s1;
+	a->s01 += b->s01;
+	if (b->last_seq + 1 == a->first_seq) {
+		a->np++;
+		a->s0 += b->last;
+		a->s1 += a->first;
+		a->s01 += b->last * a->first;
+	} else if (a->last_seq + 1 == b->first_seq) {
+		a->np++;
+		a->s0 += a->last;
+		a->s1 += b->first;
+		a->s01 += a->last * b->first;
+	}
+	if (b->first_seq < a->first_seq) {
+		a->first = b->first;
+		a->first_seq = b->first_seq;
+	}
+	if (b->last_seq > a->last_seq) {
+		a->last = b->last;
+		a->last_seq = b->last_seq;
+	}
+	a->n += b->n;
+	a->s += b->s;
+	a->ss += b->ss;
+}
+
+/* Standard error of the mean full-load clock, MHz; NAN below two
+ * samples. Consecutive samples are alike, so n of them count as
+ * n·(1 − ρ)/(1 + ρ) independent ones (the effective size of a first-order
+ * autoregressive series), ρ being the lag-1 autocorrelation over pairs of
+ * consecutive samples, 0 when negative or unknown; at least 1. */
+static double clocks_se(const clocks *c)
+{
+	double m, ss, var, rho = 0, neff;
+	if (c->n < 2)
+		return NAN;
+	m = c->s / c->n;
+	ss = c->ss - c->n * m * m;          /* Σ(d − m)² */
+	var = ss / (c->n - 1);
+	if (!(var > 0))
+		return 0;
+	if (c->np > 0) {
+		double c1 = (c->s01 - m * (c->s0 + c->s1) + c->np * m * m) /
+		            c->np;
+		rho = c1 / (ss / c->n);
+	}
+	if (!(rho > 0))
+		rho = 0;
+	if (rho > 1)
+		rho = 1;
+	neff = c->n * (1 - rho) / (1 + rho);
+	if (neff < 1)
+		neff = 1;
+	return sqrt(var / neff);
 }
 
 static void stats_free(stats *st)
@@ -284,6 +399,7 @@ static void stats_merge(stats *a, const stats *b)
 	mean_merge(&a->tlimit_full, &b->tlimit_full);
 	mean_merge(&a->margin_full, &b->margin_full);
 	mean_merge(&a->clock_full, &b->clock_full);
+	clocks_merge(&a->clk, &b->clk);
 	a->nidle += b->nidle;
 	a->load += b->load;
 	for (int i = 0; i < b->temp_load.n; i++)
@@ -301,6 +417,7 @@ static void stats_merge(stats *a, const stats *b)
 	a->fy += b->fy;
 	a->fxx += b->fxx;
 	a->fxy += b->fxy;
+	a->fyy += b->fyy;
 	a->fit_idle += b->fit_idle;
 	a->fit_busy += b->fit_busy;
 	/* NAN range when b has no fit samples: nothing to take */
@@ -317,6 +434,7 @@ enum { ST_UNKNOWN = -1, ST_IDLE = 0, ST_BUSY = 1, ST_FULL = 2 };
 typedef struct held {       /* a sample waiting out the guard */
 	tl_sample s;
 	double dth, dpc, dt;    /* counter increments since the last sample */
+	long seq;               /* its number in the GPU's stream, from 1 */
 	signed char state;
 	bool settled;           /* SETTLE_S into its run */
 	bool initial;           /* in the run that starts the log */
@@ -324,12 +442,16 @@ typedef struct held {       /* a sample waiting out the guard */
 
 typedef struct tgpu {
 	char *host, *uuid, *pci;
+	char *model;            /* nvidia-smi name / modelName, or NULL */
 	int index;
 	const tl_src *last_src;
 	long samples;
 	double t0, t1;
 	mean plimit;
 	double plimit_last, smmax;
+	double pmax, tmin;      /* largest busy power (W), lowest
+	                           temperature (°C) of any sample; NAN: none */
+	double clk0;            /* clock shift (MHz), NAN until set */
 	double prev_t, prev_th, prev_pc;
 	int run;                /* state of the current run */
 	double run_start;
@@ -376,6 +498,7 @@ void tl_sink_free(tl_sink *k)
 		free(g->host);
 		free(g->uuid);
 		free(g->pci);
+		free(g->model);
 		stats_free(&g->main);
 		stats_free(&g->prov);
 		free(g->q);
@@ -506,6 +629,7 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 		g->t0 = g->t1 = g->prev_t = NAN;
 		g->prev_th = g->prev_pc = NAN;
 		g->plimit_last = g->smmax = NAN;
+		g->pmax = g->tmin = g->clk0 = NAN;
 		g->run = ST_UNKNOWN;
 		g->initial = true;
 		g->init_min = INFINITY;
@@ -533,6 +657,21 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 		src->ngpus++;
 	}
 	return id;
+}
+
+void tl_gpu_model(tl_src *src, int gpu, const char *name, size_t len)
+{
+	tgpu *g = &src->sink->g[gpu];
+	if (g->model || !name || !len)
+		return;
+	/* it is written into the profile: printable ASCII only, so that
+	 * any bytes a log holds there still make valid JSON text */
+	if (len > 255)
+		len = 255;
+	g->model = xmalloc(len + 1);
+	for (size_t i = 0; i < len; i++)
+		g->model[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
+	g->model[len] = '\0';
 }
 
 void tl_reasons(tl_sample *s, unsigned long long mask)
@@ -606,6 +745,12 @@ static void stats_add(tgpu *g, stats *st, const held *h)
 			mean_add(&st->tlimit_full, v[TL_TLIMIT]);
 			mean_add(&st->margin_full, v[TL_SLOWDOWN_C] - T);
 			mean_add(&st->clock_full, v[TL_SM_CLOCK]);
+			if (!isnan(v[TL_SM_CLOCK])) {
+				if (isnan(g->clk0))
+					g->clk0 = v[TL_SM_CLOCK];
+				clocks_add(&st->clk, v[TL_SM_CLOCK] - g->clk0,
+				           h->seq);
+			}
 		}
 	}
 	if (!isnan(T) && !isnan(P)) {
@@ -622,6 +767,7 @@ static void stats_add(tgpu *g, stats *st, const held *h)
 		st->fy += y;
 		st->fxx += x * x;
 		st->fxy += x * y;
+		st->fyy += y * y;
 		if (h->state == ST_IDLE)
 			st->fit_idle++;
 		else
@@ -783,6 +929,7 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 	g->samples++;
 	h = qreserve(g);
 	h->s = *s;
+	h->seq = g->samples;
 	h->dt = s->t - g->prev_t;
 	h->dth = s->v[TL_THERMAL_US] - g->prev_th;
 	h->dpc = s->v[TL_PCAP_US] - g->prev_pc;
@@ -803,7 +950,12 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 		g->plimit_last = s->v[TL_POWER_LIMIT];
 	if (!isnan(s->v[TL_SM_CLOCK_MAX]) && !(s->v[TL_SM_CLOCK_MAX] <= g->smmax))
 		g->smmax = s->v[TL_SM_CLOCK_MAX];
+	if (!isnan(s->v[TL_TEMP]) && !(s->v[TL_TEMP] >= g->tmin))
+		g->tmin = s->v[TL_TEMP];
 	h->state = (signed char)state_of(g, s);
+	if (h->state >= ST_BUSY && !isnan(s->v[TL_POWER]) &&
+	    !(s->v[TL_POWER] <= g->pmax))
+		g->pmax = s->v[TL_POWER];
 	h->settled = h->initial = false;
 	feed(g, h);
 	return 0;
@@ -876,33 +1028,261 @@ static double frac(const mean *flags, double us, double span)
 	return NAN;
 }
 
-/* The steady-state fit needs settled samples at two power levels: idle
- * and busy, or a power span of FIT_SPAN_W (a power controller or a varying
- * load moves power without idling); otherwise the slope is noise and the
- * field is null. */
-static void fit(const tgpu *g, const stats *st, double *amb, double *r)
+/* x rounded to d decimals as the profile writes it (printf rounds the
+ * exact binary value), so that rules compare what a reader will see. */
+static double rnd(double x, int d)
 {
-	double n = st->fn, sxx, sxy;
+	char buf[64];
+	if (!isfinite(x))
+		return x;
+	snprintf(buf, sizeof buf, "%.*f", d, x);
+	return strtod(buf, NULL);
+}
+
+/* Number fields that may be estimated, in the order of the entry. */
+enum { E_TEMP_IDLE, E_POWER_IDLE, E_AMBIENT, E_R, E_FIT_SD, NEST };
+static const char *const est_names[NEST] = {
+	"temp_idle_c", "power_idle_w", "ambient_c", "r_c_per_w",
+	"temp_fit_sd_c",
+};
+
+/* Where a GPU's slope comes from. */
+enum { FIT_NONE, FIT_OWN, FIT_POOLED, FIT_LIMIT };
+
+/* One entry of the profile between the statistics and the output. */
+typedef struct ent {
+	const tgpu *g;
+	const char *group;      /* model name, else host: one pooled fit */
+	bool by_model;          /* group is a model name, not a host */
+	double n, xm, ym;       /* fit samples; mean power (W), temp (°C) */
+	double sxx, sxy, syy;   /* their centred sums: W², W·°C, °C² */
+	double temp_idle, power_idle, temp_load, power_load; /* °C, W */
+	double plimit;          /* mean power limit, W */
+	double amb, r, fit_sd;  /* ambient (°C), slope (°C/W), residual SD */
+	int fit;                /* FIT_* */
+	double clock, clock_se; /* mean full-load clock, its std error, MHz */
+	double thermal, pcap;   /* shares of loaded samples */
+	double der, der_sd;     /* derate and its standard uncertainty */
+	int basis;              /* enum tm_derate_basis */
+	char *est[NEST];        /* how each estimated field was estimated */
+} ent;
+
+static void est_set(ent *e, int f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void est_set(ent *e, int f, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	free(e->est[f]);
+	e->est[f] = xstrdup(buf);
+}
+
+/* The GPU's own fit. The steady-state fit needs settled samples at two
+ * power levels: idle and busy, or a power span of FIT_SPAN_W (a power
+ * controller or a varying load moves power without idling); otherwise
+ * the slope is noise and the GPU gets no fit of its own. */
+static void own_fit(ent *e, const stats *st)
+{
 	bool levels = st->fit_idle >= 2 && st->fit_busy >= 2;
 	bool spread = st->fn >= FIT_MIN_N &&
 	              st->fit_pmax - st->fit_pmin >= FIT_SPAN_W;
-	*amb = *r = NAN;
-	if (!levels && !spread)
+	double r, amb;
+	if ((!levels && !spread) || !(e->sxx > 0))
 		return;
-	sxx = st->fxx - st->fx * st->fx / n;
-	sxy = st->fxy - st->fx * st->fy / n;
-	if (!(sxx > 0))
+	r = e->sxy / e->sxx;
+	amb = e->ym - r * e->xm;
+	if (!(r > 0 && r <= 10) || !(amb >= -50 && amb <= 200))
 		return;
-	*r = sxy / sxx;
-	*amb = g->y0 + st->fy / n - *r * (g->x0 + st->fx / n);
-	if (!(*r > 0 && *r <= 10) || !(*amb >= -50 && *amb <= 200))
-		*amb = *r = NAN;
+	e->r = r;
+	e->amb = amb;
+	e->fit = FIT_OWN;
+	/* two parameters from these samples */
+	if (e->n > 2)
+		e->fit_sd = sqrt(fmax(0, e->syy - e->sxy * e->sxy / e->sxx) /
+		                 (e->n - 2));
+}
+
+/* A given slope r for a GPU without a fit of its own: its ambient from
+ * its own means, its residual spread about that line (one parameter
+ * from these samples). False when the ambient is not physical. */
+static bool slope_fit(ent *e, double r, int kind)
+{
+	double amb = e->ym - r * e->xm;
+	if (!(e->n >= 1) || !(r > 0 && r <= 10) ||
+	    !(amb >= -50 && amb <= 200))
+		return false;
+	e->r = r;
+	e->amb = amb;
+	e->fit = kind;
+	if (e->n > 1)
+		e->fit_sd = sqrt(fmax(0, e->syy - 2 * r * e->sxy +
+		                      r * r * e->sxx) / (e->n - 1));
+	return true;
+}
+
+static int cmp_group(const void *pa, const void *pb)
+{
+	const ent *a = *(const ent *const *)pa, *b = *(const ent *const *)pb;
+	int c;
+	if (a->by_model != b->by_model)
+		return a->by_model ? -1 : 1;
+	if ((c = strcmp(a->group, b->group)))
+		return c;
+	return a < b ? -1 : a > b;   /* output order within a group */
+}
+
+/* The GPUs of one group (one model, or one host) without a fit of their
+ * own: a pooled slope when the group's within-GPU power variation
+ * supports one, else the last-resort slope from the power limit. Power
+ * levels for GPUs without idle samples come from the same group. */
+static void group_fits(ent **m, int n)
+{
+	double sxx = 0, sxy = 0, N = 0, G = 0, pmax = NAN, sd, r = NAN;
+	const char *what = m[0]->by_model ? "model" : "host";
+
+	for (int i = 0; i < n; i++) {
+		const ent *e = m[i];
+		if (!isnan(e->g->pmax) && !(e->g->pmax <= pmax))
+			pmax = e->g->pmax;
+		if (e->n < 2)
+			continue;
+		sxx += e->sxx;
+		sxy += e->sxy;
+		N += e->n;
+		G++;
+	}
+	/* fixed effects: one slope, an intercept per GPU; the slope rests on
+	 * each GPU's power moving about its own mean */
+	sd = N > G ? sqrt(sxx / (N - G)) : NAN;
+	if (G >= 2 && N - G >= FIT_MIN_N && sd >= POOL_SD_W && sxx > 0)
+		r = sxy / sxx;
+	for (int i = 0; i < n; i++) {
+		ent *e = m[i];
+		double lim;
+		/* only a GPU that worked can be planned with */
+		if (e->fit != FIT_NONE || !(e->n >= 1) || e->g->main.load == 0)
+			continue;
+		if (slope_fit(e, r, FIT_POOLED)) {
+			est_set(e, E_R, "pooled: one slope fitted over the settled "
+			        "samples of the %.0f GPUs of %s %s, each about its "
+			        "own means (power spread within a GPU %.1f W over "
+			        "%.0f samples); no fit of its own", G, what,
+			        e->group, sd, N);
+			est_set(e, E_AMBIENT, "this GPU's mean temperature less "
+			        "the pooled slope times its mean power");
+			est_set(e, E_FIT_SD, "this GPU's samples about the pooled "
+			        "slope");
+			continue;
+		}
+		lim = e->plimit > 0 ? e->plimit : pmax;
+		if (!(lim > 0 && lim <= LIMIT_MAX_W) ||
+		    !slope_fit(e, LIMIT_RISE_C / lim, FIT_LIMIT))
+			continue;
+		if (e->plimit > 0)
+			est_set(e, E_R, "last resort, not fitted: %.0f °C above "
+			        "ambient at the power limit of %.2f W; no fit of its "
+			        "own, nor a pooled one over its %s's GPUs",
+			        LIMIT_RISE_C, lim, what);
+		else
+			est_set(e, E_R, "last resort, not fitted: %.0f °C above "
+			        "ambient at %.2f W, the largest power seen on the "
+			        "GPUs of %s %s (no power limit in the log); no fit "
+			        "of its own, nor a pooled one over its %s's GPUs",
+			        LIMIT_RISE_C, lim, what, e->group, what);
+		est_set(e, E_AMBIENT, "this GPU's mean temperature less the "
+		        "last-resort slope times its mean power");
+		est_set(e, E_FIT_SD, "this GPU's samples about the last-resort "
+		        "slope");
+	}
+	/* idle level of a GPU that was never seen idle */
+	for (int i = 0; i < n; i++) {
+		ent *e = m[i];
+		const stats *st = &e->g->main;
+		double base;
+		if (st->load == 0)
+			continue;
+		base = e->plimit > 0 ? e->plimit : pmax;
+		if (isnan(e->power_idle) && base > 0 && base <= LIMIT_MAX_W) {
+			e->power_idle = IDLE_SHARE * base;
+			/* idle draws no more than the GPU did when settled */
+			if (e->power_idle > st->fit_pmin)
+				est_set(e, E_POWER_IDLE, "no idle samples: the lowest "
+				        "settled power of this GPU, %.2f W, which is below "
+				        "%.0f %% of %.2f W", st->fit_pmin,
+				        100 * IDLE_SHARE, base);
+			else if (e->plimit > 0)
+				est_set(e, E_POWER_IDLE, "no idle samples: %.0f %% of "
+				        "the power limit of %.2f W (real idle recordings: "
+				        "5-16 %%)", 100 * IDLE_SHARE, base);
+			else
+				est_set(e, E_POWER_IDLE, "no idle samples: %.0f %% of "
+				        "%.2f W, the largest power seen on the GPUs of "
+				        "%s %s, for the power limit the log lacks (real "
+				        "idle recordings: 5-16 %% of the limit)",
+				        100 * IDLE_SHARE, base, what, e->group);
+			if (e->power_idle > st->fit_pmin)
+				e->power_idle = st->fit_pmin;
+		}
+		if (!isnan(e->temp_idle))
+			continue;
+		if (e->fit != FIT_NONE && !isnan(e->power_idle)) {
+			e->temp_idle = e->amb + e->r * e->power_idle;
+			est_set(e, E_TEMP_IDLE, "no idle samples: the fit at "
+			        "power_idle_w");
+		} else if (!isnan(e->temp_load) && !isnan(e->g->tmin)) {
+			e->temp_idle = e->g->tmin;
+			est_set(e, E_TEMP_IDLE, "no idle samples and no fit: the "
+			        "lowest temperature this GPU showed, so at most its "
+			        "idle temperature");
+		}
+	}
+}
+
+/* derate, its uncertainty and what it stands on (docs/profile.md,
+ * "Speed"). f is the GPU with the fastest mean full-load clock. */
+static void derate(ent *e, const ent *f)
+{
+	double q, rel, sd, d;
+	bool capped, hot = e->thermal >= THERMAL_FRAC;
+
+	e->basis = TM_BASIS_NONE;
+	e->der = e->der_sd = NAN;
+	if (!(e->clock > 0) || !f)
+		return;
+	q = f->clock / e->clock;
+	rel = 0;
+	if (e->clock_se > 0)
+		rel += (e->clock_se / e->clock) * (e->clock_se / e->clock);
+	if (f->clock_se > 0)
+		rel += (f->clock_se / f->clock) * (f->clock_se / f->clock);
+	sd = fmax(q * sqrt(rel), q * CLOCK_STEP_MHZ / e->clock);
+	capped = !isnan(e->pcap) ? e->pcap >= CAPPED_FRAC
+	         : e->plimit > 0 && e->power_load >= CAPPED_POWER * e->plimit;
+	if (capped && !hot) {
+		/* a clock held down by the power cap under a synthetic load
+		 * is no speed for another workload: kept as uncertainty */
+		e->basis = TM_BASIS_POWER_CAP;
+		sd = fmax(sd, q - 1);
+		d = 1;
+	} else {
+		e->basis = hot ? TM_BASIS_THERMAL : TM_BASIS_CLOCK;
+		d = q;
+	}
+	e->der_sd = rnd(sd, 4);
+	e->der = rnd(d, 3);
+	if (e->der - 1 <= e->der_sd)   /* inside its own uncertainty */
+		e->der = 1;
 }
 
 int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 {
 	int *ord = xmalloc((size_t)(k->n ? k->n : 1) * sizeof *ord);
-	double fastest = NAN;
+	ent *es, **grp;
+	const ent *fast = NULL;
 	int m = 0;
 	jw w;
 
@@ -913,26 +1293,60 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 	}
 	sort_sink = k;
 	qsort(ord, (size_t)m, sizeof *ord, cmp_gpu);
+	es = xcalloc((size_t)(m ? m : 1), sizeof *es);
+	grp = xmalloc((size_t)(m ? m : 1) * sizeof *grp);
 	for (int i = 0; i < m; i++) {
-		double c = mean_get(&k->g[ord[i]].main.clock_full);
-		if (!isnan(c) && !(c <= fastest))
-			fastest = c;
+		ent *e = &es[i];
+		const tgpu *g = &k->g[ord[i]];
+		const stats *st = &g->main;
+		e->g = g;
+		e->by_model = g->model != NULL;
+		e->group = g->model ? g->model : g->host;
+		e->n = st->fn;
+		if (e->n > 0) {
+			e->xm = g->x0 + st->fx / e->n;
+			e->ym = g->y0 + st->fy / e->n;
+			e->sxx = st->fxx - st->fx * st->fx / e->n;
+			e->sxy = st->fxy - st->fx * st->fy / e->n;
+			e->syy = st->fyy - st->fy * st->fy / e->n;
+		}
+		e->temp_idle = mean_get(&st->temp_idle);
+		e->power_idle = mean_get(&st->power_idle);
+		e->temp_load = mean_get(&st->temp_full);
+		e->power_load = mean_get(&st->power_full);
+		e->plimit = mean_get(&g->plimit);
+		e->amb = e->r = e->fit_sd = NAN;
+		own_fit(e, st);
+		e->clock = mean_get(&st->clock_full);
+		e->clock_se = clocks_se(&st->clk);
+		e->thermal = frac(&st->thermal, st->th_us, st->th_span);
+		e->pcap = frac(&st->pcap, st->pc_us, st->pc_span);
+		if (e->clock > 0 && (!fast || e->clock > fast->clock))
+			fast = e;
+		grp[i] = e;
 	}
+	qsort(grp, (size_t)m, sizeof *grp, cmp_group);
+	for (int i = 0, j; i < m; i = j) {
+		for (j = i + 1; j < m && grp[j]->by_model == grp[i]->by_model &&
+		     !strcmp(grp[j]->group, grp[i]->group); j++)
+			;
+		group_fits(grp + i, j - i);
+	}
+	for (int i = 0; i < m; i++)
+		derate(&es[i], fast);
+
 	jw_init(&w, out);
 	jw_obj(&w, NULL, false);
 	jw_str(&w, "format", "thermap.profile/1");
 	jw_arr(&w, "gpus", false);
 	for (int i = 0; i < m; i++) {
-		const tgpu *g = &k->g[ord[i]];
+		const ent *e = &es[i];
+		const tgpu *g = e->g;
 		const stats *st = &g->main;
-		double amb, r, head, clock = mean_get(&st->clock_full), der = NAN;
-		fit(g, st, &amb, &r);
-		head = mean_get(&st->tlimit_full);
+		double head = mean_get(&st->tlimit_full);
+		bool any = false;
 		if (isnan(head))
 			head = mean_get(&st->margin_full);
-		if (!isnan(clock) && clock > 0)
-			der = fastest - clock >= CLOCK_STEP_MHZ ? fastest / clock
-			                                        : 1.0;
 		jw_obj(&w, NULL, false);
 		jw_str(&w, "host", g->host);
 		if (g->uuid)
@@ -950,29 +1364,46 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 		jw_int(&w, "samples", g->samples);
 		jw_int(&w, "load_samples", st->load);
 		jw_num(&w, "span_s", g->t1 - g->t0, 3);
-		jw_num(&w, "temp_idle_c", mean_get(&st->temp_idle), 1);
-		jw_num(&w, "temp_load_c", mean_get(&st->temp_full), 1);
+		jw_num(&w, "temp_idle_c", e->temp_idle, 1);
+		jw_num(&w, "temp_load_c", e->temp_load, 1);
 		jw_num(&w, "temp_p95_c", hist_rank(&st->temp_load, 0.95), 1);
 		jw_num(&w, "temp_max_c", st->temp_max, 1);
 		jw_num(&w, "headroom_c", head, 1);
-		jw_num(&w, "power_idle_w", mean_get(&st->power_idle), 2);
-		jw_num(&w, "power_load_w", mean_get(&st->power_full), 2);
-		jw_num(&w, "power_limit_w", mean_get(&g->plimit), 2);
-		jw_num(&w, "ambient_c", amb, 1);
-		jw_num(&w, "r_c_per_w", r, 4);
-		jw_num(&w, "sm_clock_load_mhz", round(clock), 0);
-		jw_num(&w, "sm_clock_max_mhz", round(g->smmax), 0);
-		jw_num(&w, "thermal_slowdown_frac",
-		       frac(&st->thermal, st->th_us, st->th_span), 3);
-		jw_num(&w, "power_cap_frac",
-		       frac(&st->pcap, st->pc_us, st->pc_span), 3);
-		jw_num(&w, "derate", der, 3);
+		jw_num(&w, "power_idle_w", e->power_idle, 2);
+		jw_num(&w, "power_load_w", e->power_load, 2);
+		jw_num(&w, "power_limit_w", e->plimit, 2);
+		jw_num(&w, "ambient_c", e->amb, 1);
+		jw_num(&w, "r_c_per_w", e->r, 4);
+		jw_num(&w, "temp_fit_sd_c", e->fit_sd, 2);
+		/* rounded as every other field: to nearest, a tie to even */
+		jw_num(&w, "sm_clock_load_mhz", e->clock, 0);
+		jw_num(&w, "sm_clock_max_mhz", g->smmax, 0);
+		jw_num(&w, "thermal_slowdown_frac", e->thermal, 3);
+		jw_num(&w, "power_cap_frac", e->pcap, 3);
+		jw_num(&w, "derate", e->der, 3);
+		jw_num(&w, "derate_sd", e->der_sd, 4);
+		jw_str(&w, "derate_basis", tm_derate_basis_name(e->basis));
+		for (int f = 0; f < NEST; f++) {
+			if (!e->est[f])
+				continue;
+			if (!any)
+				jw_obj(&w, "estimated", false);
+			any = true;
+			jw_str(&w, est_names[f], e->est[f]);
+		}
+		if (any)
+			jw_end_obj(&w);
 		jw_end_obj(&w);
 	}
 	jw_end_arr(&w);
 	jw_end_obj(&w);
 	sb_add(out, "\n");
 	*ngpus = m;
+	for (int i = 0; i < m; i++)
+		for (int f = 0; f < NEST; f++)
+			free(es[i].est[f]);
+	free(es);
+	free(grp);
 	free(ord);
 	return 0;
 }
@@ -1080,11 +1511,77 @@ binary:
 	} else {
 		rc = tl_read_csv(src, &L);
 	}
+	if (!rc && fhost && src->ngpus > 0)
+		snprintf(src->fhost, sizeof src->fhost, "%s", fhost);
 out:
 	tl_lines_close(&L);
 	src->host = opt_host;
 	free(fhost);
 	return rc;
+}
+
+/* ---- warnings ----------------------------------------------------------- */
+
+/* Warnings already given, by a hash of their text: `compare --replay`
+ * profiles the same files once per window, and a file's warning is news
+ * only once. */
+#define WARNED_MAX 256
+static uint64_t warned[WARNED_MAX];
+static int nwarned;
+
+void tl_warn_forget(void)
+{
+	nwarned = 0;
+}
+
+static void warn_once(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static void warn_once(const char *fmt, ...)
+{
+	char msg[1024];
+	uint64_t h;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	h = hash_str(msg);
+	for (int i = 0; i < nwarned; i++)
+		if (warned[i] == h)
+			return;
+	if (nwarned < WARNED_MAX)
+		warned[nwarned++] = h;
+	tm_warn("%s", msg);
+}
+
+/* What a file leaves unsaid about its GPUs: the host, when it came from
+ * the file's name, and the UUID, without which a GPU is known only by
+ * its place in a machine. */
+static void file_warnings(const tl_sink *k, const tl_src *s)
+{
+	int nouuid = 0, nopci = 0;
+	if (s->fhost[0])
+		warn_once("%s: no --host and no Hostname label: its GPUs are "
+		          "taken to be on host \"%s\", from the file's name; "
+		          "give the host with --host NAME before the file",
+		          s->file, s->fhost);
+	for (int i = 0; i < k->n; i++) {
+		const tgpu *g = &k->g[i];
+		if (g->last_src != s || g->uuid)
+			continue;
+		nouuid++;
+		nopci += !g->pci;
+	}
+	if (nouuid)
+		warn_once("%s: no GPU UUID: its GPUs are known by host and %s "
+		          "only, so a profile of another machine with the same "
+		          "%s would match them too, while a profile belongs to a "
+		          "physical GPU; log uuid as well (nvidia-smi "
+		          "--query-gpu=uuid,...)", s->file,
+		          nopci == 0 ? "PCI bus id" : nopci == nouuid ? "index"
+		          : "PCI bus id (or index)",
+		          nopci == 0 ? "bus ids" : nopci == nouuid ? "indices"
+		          : "bus ids or indices");
 }
 
 static void iso_time(char *buf, size_t cap, double t)
@@ -1181,6 +1678,8 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 		s->err = err;
 		s->t_first = s->t_last = NAN;
 		rc = tl_read_file(s);
+		if (!rc)
+			file_warnings(k, s);
 		if (!rc && s->format && !strcmp(s->format,
 		                                "prometheus query_range"))
 			nq = true;

@@ -93,6 +93,9 @@ typedef struct tl_src {
 	long skipped[TL_NSKIP];
 	double t_first, t_last;  /* earliest and latest time (NAN: none) */
 	int ngpus;           /* distinct GPUs this file named */
+	char fhost[256];     /* host taken from the file name for GPUs
+	                        of this file ("" when none was), for the
+	                        warning that says so */
 	tm_error *err;
 } tl_src;
 
@@ -102,6 +105,11 @@ typedef struct tl_src {
  * identity contradicts one seen before. */
 int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
            int index);
+
+/* The GPU model (nvidia-smi's `name`, DCGM's modelName) of GPU gpu, as
+ * its first row names it; GPUs of one model share a pooled thermal fit
+ * (docs/profile.md). Later names for the same GPU are ignored. */
+void tl_gpu_model(tl_src *src, int gpu, const char *name, size_t len);
 
 /* Hands one sample of GPU gpu to the builder. Returns 0, or TM_EINPUT with
  * err set ("FILE:LINE: ...") when time goes backwards for that GPU. */
@@ -138,6 +146,10 @@ bool tl_contains(const char *p, size_t n, const char *needle);
  * without its last extension ("logs/gpu-a01.csv" -> "gpu-a01"); NULL when
  * that is not a valid host name. The caller frees it. */
 char *tl_host_from_file(const char *file);
+
+/* Warnings about a file (host from its name, no UUID) are given once per
+ * process; tests call this to hear them again. */
+void tl_warn_forget(void);
 
 /* Ends every GPU's stream and writes the thermap.profile/1 document to
  * out; *ngpus is the number of entries. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "telemetry.h"
 
 static char dir[] = "/tmp/thermap-test-profile-XXXXXX";
 static char path[512];
@@ -91,6 +92,19 @@ static double num(json_t *g, const char *k)
 #define assert_near(a, b, tol) \
 	assert_true(fabs((double)(a) - (double)(b)) <= (tol))
 
+/* The line of estimated.k saying how field k was estimated; "" when the
+ * field is not marked. */
+static const char *est(json_t *g, const char *k)
+{
+	json_t *m = json_object_get(json_object_get(g, "estimated"), k);
+	return json_is_string(m) ? json_string_value(m) : "";
+}
+
+static double rnd4(double x)
+{
+	return round(x * 1e4) / 1e4;
+}
+
 /* ---- the real recording -------------------------------------------------- */
 
 static const char *H200 = "fixtures/h200x4-a/telemetry.csv";
@@ -112,10 +126,18 @@ static void test_h200_matches_python(void **state)
 	assert_int_equal(json_array_size(json_object_get(p, "gpus")), 4);
 	for (int i = 0; i < 4; i++) {
 		json_t *a = gpu(p, i), *b = gpu(ref, i);
+		/* the same fields, none more */
+		assert_int_equal(json_object_size(a), json_object_size(b));
 		json_object_foreach(b, k, v) {
 			if (!strcmp(k, "uuid") || !strcmp(k, "host") ||
 			    !strcmp(k, "pci_bus_id"))
 				continue;
+			assert_non_null(json_object_get(a, k));
+			if (json_is_string(v) || json_is_object(v)) {
+				if (!json_equal(json_object_get(a, k), v))
+					fail_msg("GPU %d %s differs from python", i, k);
+				continue;
+			}
 			if (json_is_null(v)) {
 				assert_true(isnan(num(a, k)));
 				continue;
@@ -260,17 +282,28 @@ static void test_fit_without_idle(void **state)
 	g = gpu(p, 0);
 	/* not flat (45..55 C): settled from t=30 to the end */
 	assert_int_equal((int)num(g, "load_samples"), 170);
-	assert_true(isnan(num(g, "temp_idle_c")));
 	assert_near(num(g, "ambient_c"), 30, 1e-9);
 	assert_near(num(g, "r_c_per_w"), 0.05, 1e-9);
+	assert_string_equal(est(g, "r_c_per_w"), "");   /* its own fit */
+	assert_near(num(g, "temp_fit_sd_c"), 0, 1e-9);  /* an exact line */
+	/* never idle: 11 % of the largest power seen, 500 W, and the fit
+	 * there, both marked */
+	assert_near(num(g, "power_idle_w"), 55, 1e-9);
+	assert_near(num(g, "temp_idle_c"), 32.8, 0.051);
+	assert_non_null(strstr(est(g, "power_idle_w"), "11 % of 500.00 W"));
+	assert_string_equal(est(g, "temp_idle_c"),
+	                    "no idle samples: the fit at power_idle_w");
 	json_decref(p);
-	/* 50 W apart: too close to tell the slope from noise */
+	/* 50 W apart: too close to tell the slope from noise; no other GPU
+	 * to pool with and no power limit, so the last-resort slope over the
+	 * largest power seen, marked as such */
 	assert_int_equal(run1(puts_("ctl-narrow.csv", narrow), NULL, &p, &e),
 	                 0);
 	g = gpu(p, 0);
 	assert_int_equal((int)num(g, "load_samples"), 170);
-	assert_true(isnan(num(g, "ambient_c")));
-	assert_true(isnan(num(g, "r_c_per_w")));
+	assert_near(num(g, "r_c_per_w"), rnd4(30.0 / 350), 1e-9);
+	assert_non_null(strstr(est(g, "r_c_per_w"), "last resort"));
+	assert_non_null(strstr(est(g, "ambient_c"), "last-resort"));
 	json_decref(p);
 	free(wide);
 	free(narrow);
@@ -352,6 +385,630 @@ static void test_smi_shapes(void **state)
 	json_decref(p);
 	free(summ);
 	sb_free(&b);
+}
+
+/* ---- fits against known parameters ------------------------------------- */
+
+/* A uniform number in [-1, 1), the same sequence on every machine. */
+static double noise(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(*x >> 11) / 4503599627370496.0 - 1;
+}
+
+/* A log of ngpu GPUs at 1 Hz for nsec seconds, every GPU following
+ * T = a[g] + r·P + noise (uniform, ±h °C: SD h/√3). power(g, t) gives
+ * the power; a negative value -P is an idle sample at P. With limit > 0
+ * a power.limit column says it. */
+static char *synth(int ngpu, int nsec, const double *a, double r, double h,
+                   double limit, double (*power)(int g, int t))
+{
+	strbuf b;
+	uint64_t x = 42;
+	sb_init(&b);
+	sb_addf(&b, "timestamp, index, temperature.gpu, power.draw [W], "
+	        "utilization.gpu [%%]%s\n", limit > 0 ? ", power.limit [W]" : "");
+	for (int t = 0; t < nsec; t++)
+		for (int g = 0; g < ngpu; g++) {
+			double P = power(g, t);
+			bool idle = P < 0;
+			P = fabs(P);
+			sb_addf(&b, "2026/01/01 %02d:%02d:%02d.%03d, %d, %.2f, %.2f W, "
+			        "%s", t / 3600, t / 60 % 60, t % 60, 10 * g, g,
+			        a[g] + r * P + h * noise(&x), P, idle ? "0 %" : "100 %");
+			if (limit > 0)
+				sb_addf(&b, ", %.2f W", limit);
+			sb_add(&b, "\n");
+		}
+	return b.s;
+}
+
+/* Idle for 60 s, then loaded at 400 and 600 W in turns of 7 s. */
+static double p_idle_then_levels(int g, int t)
+{
+	return t < 60 ? -(75 + 2 * g) : (t / 7) % 2 ? 600 : 400;
+}
+
+/* Never idle: GPUs 0 and 1 swing 350/650 W (a fit of their own), GPUs
+ * 2 and 3 hold 600 W give or take 4 W. */
+static double p_mixed(int g, int t)
+{
+	static uint64_t x = 7;
+	if (g < 2)
+		return (t / 10) % 2 ? 650 : 350;
+	return 600 + 4 * noise(&x);
+}
+
+/* Never idle, each GPU 90 W between its two levels: too little for a fit
+ * of its own (FIT_SPAN_W), enough pooled (SD 45 W). */
+static double p_narrow(int g, int t)
+{
+	return 450 + 40 * g + ((t / 10) % 2 ? 45 : -45);
+}
+
+/* At the power cap: 690 W give or take 2 W. */
+static double p_capped(int g, int t)
+{
+	static uint64_t x = 9;
+	(void)g;
+	(void)t;
+	return 690 + 2 * noise(&x);
+}
+
+static const double A4[4] = { 30, 33.5, 27, 36 };
+#define R_TRUE 0.045
+#define NOISE_C 0.6   /* uniform ±0.6 °C: SD 0.346 */
+
+/* Each GPU's own fit recovers its ambient and the slope, and the
+ * residual spread is the noise's. */
+static void test_own_fit_recovers(void **state)
+{
+	char *text = synth(4, 400, A4, R_TRUE, NOISE_C, 700, p_idle_then_levels);
+	json_t *p;
+	tm_error e;
+	(void)state;
+	assert_int_equal(run1(puts_("own.csv", text), "own", &p, &e), 0);
+	for (int g = 0; g < 4; g++) {
+		json_t *x = gpu(p, g);
+		/* standard errors: r ~3e-4 °C/W, ambient ~0.1 °C */
+		assert_near(num(x, "r_c_per_w"), R_TRUE, 0.0015);
+		assert_near(num(x, "ambient_c"), A4[g], 0.4);
+		assert_near(num(x, "temp_fit_sd_c"), NOISE_C / sqrt(3), 0.06);
+		assert_null(json_object_get(x, "estimated"));
+	}
+	json_decref(p);
+	free(text);
+}
+
+/* GPUs without a fit of their own take the slope pooled over their
+ * host's GPUs, with their own ambient. */
+static void test_pooled_fit_recovers(void **state)
+{
+	char *mixed = synth(4, 400, A4, R_TRUE, NOISE_C, 700, p_mixed);
+	char *narrow = synth(4, 400, A4, R_TRUE, NOISE_C, 0, p_narrow);
+	json_t *p;
+	tm_error e;
+	(void)state;
+	assert_int_equal(run1(puts_("mixed.csv", mixed), "mixed", &p, &e), 0);
+	for (int g = 0; g < 4; g++) {
+		json_t *x = gpu(p, g);
+		assert_near(num(x, "r_c_per_w"), R_TRUE, 0.0015);
+		/* the pooled slope's error times ~600 W, plus the mean noise */
+		assert_near(num(x, "ambient_c"), A4[g], g < 2 ? 0.4 : 0.8);
+		assert_near(num(x, "temp_fit_sd_c"), NOISE_C / sqrt(3), 0.06);
+		if (g < 2) {
+			assert_string_equal(est(x, "r_c_per_w"), "");
+		} else {
+			assert_non_null(strstr(est(x, "r_c_per_w"), "pooled: "
+			                "one slope fitted over the settled samples "
+			                "of the 4 GPUs of host mixed"));
+			assert_non_null(strstr(est(x, "ambient_c"), "pooled"));
+			assert_non_null(strstr(est(x, "temp_fit_sd_c"), "pooled"));
+		}
+		/* never idle: 11 % of the 700 W limit, the fit there */
+		assert_near(num(x, "power_idle_w"), 77, 1e-9);
+		assert_near(num(x, "temp_idle_c"),
+		            num(x, "ambient_c") + num(x, "r_c_per_w") * 77, 0.051);
+		assert_non_null(strstr(est(x, "power_idle_w"), "11 % of the power "
+		                       "limit of 700.00 W"));
+		assert_string_equal(est(x, "temp_idle_c"),
+		                    "no idle samples: the fit at power_idle_w");
+	}
+	json_decref(p);
+	/* no GPU has a fit of its own; pooled, all four recover it */
+	assert_int_equal(run1(puts_("narrow.csv", narrow), "narrow", &p, &e), 0);
+	for (int g = 0; g < 4; g++) {
+		json_t *x = gpu(p, g);
+		assert_near(num(x, "r_c_per_w"), R_TRUE, 0.002);
+		assert_near(num(x, "ambient_c"), A4[g], 1.0);
+		assert_non_null(strstr(est(x, "r_c_per_w"), "power spread "
+		                       "within a GPU 45.0 W"));
+	}
+	json_decref(p);
+	free(mixed);
+	free(narrow);
+}
+
+/* Power held at the cap: nothing to fit a slope to, on any GPU; the
+ * last resort is 30 °C over the power limit, said plainly. */
+static void test_last_resort_slope(void **state)
+{
+	char *text = synth(4, 300, A4, R_TRUE, NOISE_C, 700, p_capped);
+	json_t *p;
+	tm_error e;
+	(void)state;
+	assert_int_equal(run1(puts_("capped.csv", text), "capped", &p, &e), 0);
+	for (int g = 0; g < 4; g++) {
+		json_t *x = gpu(p, g);
+		double pl = num(x, "power_load_w");
+		assert_near(num(x, "r_c_per_w"), rnd4(30.0 / 700), 1e-9);
+		/* the ambient puts the line through the GPU's own means */
+		assert_near(num(x, "ambient_c") + 30.0 / 700 * pl,
+		            num(x, "temp_load_c"), 0.1);
+		assert_non_null(strstr(est(x, "r_c_per_w"), "last resort, not "
+		                       "fitted: 30 °C above ambient at the power "
+		                       "limit of 700.00 W"));
+		assert_non_null(strstr(est(x, "ambient_c"), "last-resort"));
+	}
+	json_decref(p);
+	free(text);
+}
+
+/* ---- derate and its evidence ------------------------------------------ */
+
+/* Two GPUs at full load for 60 s, flat at 50 °C (so every sample counts),
+ * GPU 0 at clock0 and GPU 1 at clock1(t) MHz, with a reasons bitmask and
+ * the power drawn (limit 700 W). */
+static char *clocks_log(int clock0, int (*clock1)(int t), const char *mask,
+                        double power)
+{
+	strbuf b;
+	sb_init(&b);
+	sb_addf(&b, "timestamp, index, temperature.gpu, power.draw [W], "
+	        "power.limit [W], clocks.sm [MHz], utilization.gpu [%%]%s\n",
+	        mask ? ", clocks_event_reasons.active" : "");
+	for (int t = 0; t < 60; t++)
+		for (int g = 0; g < 2; g++) {
+			sb_addf(&b, "2026/01/01 00:%02d:%02d.%03d, %d, 50, %.2f W, "
+			        "700.00 W, %d MHz, 100 %%", t / 60, t % 60, 100 * g, g,
+			        power, g ? clock1(t) : clock0);
+			if (mask)
+				sb_addf(&b, ", %s", mask);
+			sb_add(&b, "\n");
+		}
+	return b.s;
+}
+
+static int c1492(int t)
+{
+	(void)t;
+	return 1492;
+}
+
+/* 1300 and 1684 MHz (mean 1492) in runs of 15 samples: a slow wander */
+static int c_slow(int t)
+{
+	return (t / 15) % 2 ? 1684 : 1300;
+}
+
+/* the same two clocks every other sample: as noisy, but independent */
+static int c_fast(int t)
+{
+	return t % 2 ? 1684 : 1300;
+}
+
+static json_t *profile_text(const char *name, char *text)
+{
+	json_t *p;
+	tm_error e;
+	assert_int_equal(run1(puts_(name, text), "d", &p, &e), 0);
+	free(text);
+	return p;
+}
+
+static const char *basis(json_t *g)
+{
+	return json_string_value(json_object_get(g, "derate_basis"));
+}
+
+/* The user report: both GPUs power-capped, 1525 vs 1492 MHz. */
+static void test_derate_power_cap(void **state)
+{
+	json_t *p, *g;
+	(void)state;
+	p = profile_text("cap.csv", clocks_log(1525, c1492,
+	                 "0x0000000000000004", 690));
+	g = gpu(p, 1);
+	assert_string_equal(basis(g), "power-cap");
+	assert_near(num(g, "derate"), 1, 1e-9);
+	/* the observed ratio, kept as uncertainty */
+	assert_near(num(g, "derate_sd"), rnd4(1525.0 / 1492 - 1), 1e-9);
+	g = gpu(p, 0);
+	assert_string_equal(basis(g), "power-cap");
+	assert_near(num(g, "derate"), 1, 1e-9);
+	/* constant clocks: one clock step is the uncertainty */
+	assert_near(num(g, "derate_sd"), rnd4(15.0 / 1525), 1e-9);
+	json_decref(p);
+	/* without reason columns: 690 W is over 95 % of the 700 W limit */
+	p = profile_text("cap-power.csv", clocks_log(1525, c1492, NULL, 690));
+	assert_string_equal(basis(gpu(p, 1)), "power-cap");
+	assert_near(num(gpu(p, 1), "derate"), 1, 1e-9);
+	json_decref(p);
+}
+
+/* Thermal slowdown: the clock ratio is a real speed loss. */
+static void test_derate_thermal_and_clock(void **state)
+{
+	json_t *p, *g;
+	(void)state;
+	p = profile_text("hot.csv", clocks_log(1525, c1492,
+	                 "0x0000000000000020", 690));
+	g = gpu(p, 1);
+	assert_string_equal(basis(g), "thermal");
+	assert_near(num(g, "derate"), 1.022, 1e-9);
+	assert_near(num(g, "derate_sd"), rnd4(1525.0 / 1492 * 15 / 1492), 1e-9);
+	json_decref(p);
+	/* neither capped nor hot, below 95 % of the limit: the clocks */
+	p = profile_text("clk.csv", clocks_log(1525, c1492,
+	                 "0x0000000000000000", 500));
+	assert_string_equal(basis(gpu(p, 1)), "clock");
+	assert_near(num(gpu(p, 1), "derate"), 1.022, 1e-9);
+	json_decref(p);
+}
+
+/* The same mean clocks and spread: a slow wander leaves few independent
+ * samples and the 2 % difference inside the uncertainty (derate 1);
+ * independent samples pin the mean down and the difference stands. */
+static void test_derate_inside_uncertainty(void **state)
+{
+	json_t *p, *g;
+	(void)state;
+	p = profile_text("slow.csv", clocks_log(1525, c_slow, NULL, 500));
+	g = gpu(p, 1);
+	assert_string_equal(basis(g), "clock");
+	assert_near(num(g, "sm_clock_load_mhz"), 1492, 1e-9);
+	assert_near(num(g, "derate"), 1, 1e-9);
+	assert_true(num(g, "derate_sd") > 0.05);
+	json_decref(p);
+	p = profile_text("fast.csv", clocks_log(1525, c_fast, NULL, 500));
+	g = gpu(p, 1);
+	assert_near(num(g, "derate"), 1.022, 1e-9);
+	assert_true(num(g, "derate_sd") < 0.022);
+	json_decref(p);
+}
+
+/* About 1500 MHz, wandering: each sample 0.8 of the last one's offset
+ * plus a fresh ±60 MHz */
+static int c_wander(int t)
+{
+	uint64_t x = 3;
+	double y = 0;
+	for (int i = 0; i <= t; i++)
+		y = 0.8 * y + 60 * noise(&x);
+	return 1500 + (int)lround(y);
+}
+
+/* derate_sd by the formula of docs/profile.md, computed here from the
+ * clocks: the streaming sums, the lag-1 pairs and the merge of the log's
+ * first 30 s (settled late, as the first run is flat) must give it. */
+static void test_derate_sd_formula(void **state)
+{
+	double x[60], m = 0, ss = 0, c1 = 0, rho, neff, se, q, sd;
+	json_t *p;
+	(void)state;
+	for (int t = 0; t < 60; t++) {
+		x[t] = c_wander(t);
+		m += x[t] / 60;
+	}
+	for (int t = 0; t < 60; t++)
+		ss += (x[t] - m) * (x[t] - m);
+	for (int t = 1; t < 60; t++)
+		c1 += (x[t - 1] - m) * (x[t] - m) / 59;
+	rho = fmax(0, c1 / (ss / 60));
+	neff = fmax(1, 60 * (1 - rho) / (1 + rho));
+	se = sqrt(ss / 59 / neff);
+	q = 1700.0 / m;
+	/* GPU 0 holds 1700 MHz: no spread of its own */
+	sd = fmax(q * se / m, q * 15 / m);
+	assert_true(rho > 0.3 && se > 15);   /* the formula, not the floor */
+	p = profile_text("wander.csv", clocks_log(1700, c_wander, NULL, 500));
+	assert_near(num(gpu(p, 1), "derate_sd"), rnd4(sd), 1e-9);
+	assert_near(num(gpu(p, 1), "derate"),
+	            round(q * 1000) / 1000 - 1 <= rnd4(sd) ? 1
+	            : round(q * 1000) / 1000, 1e-9);
+	json_decref(p);
+}
+
+/* ---- training-only logs ------------------------------------------------- */
+
+/* Builds the planner's problem from a profile text; returns its code. */
+static int plan_with(const char *prof, const char *cluster, const char *job,
+                     tm_error *e)
+{
+	tm_cluster *c = NULL;
+	tm_job *j = NULL;
+	tm_policy *pol = NULL;
+	tm_profile *p = NULL;
+	tm_problem *pb = NULL;
+	int rc;
+	memset(e, 0, sizeof *e);
+	assert_int_equal(tm_cluster_load(cluster, &c, e), 0);
+	assert_int_equal(tm_job_load(job, &j, e), 0);
+	assert_int_equal(tm_policy_default(&pol, e), 0);
+	rc = tm_profile_loadb("window.json", prof, strlen(prof), &p, e);
+	if (!rc)
+		rc = tm_problem_new(c, p, j, pol, false, &pb, e);
+	tm_problem_free(pb);
+	tm_profile_free(p);
+	tm_policy_free(pol);
+	tm_job_free(j);
+	tm_cluster_free(c);
+	return rc;
+}
+
+/* Every entry with full-load samples has a thermal model, each estimate
+ * marked; the planner takes the profile. */
+static void check_plannable(json_t *p)
+{
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(p, "gpus"), i, g) {
+		if (isnan(num(g, "temp_load_c")))
+			continue;
+		assert_false(isnan(num(g, "ambient_c")));
+		assert_false(isnan(num(g, "r_c_per_w")));
+		assert_false(isnan(num(g, "power_idle_w")));
+		assert_false(isnan(num(g, "power_load_w")));
+		assert_false(isnan(num(g, "temp_idle_c")));
+		/* never idle here: both idle fields are estimates */
+		assert_non_null(strstr(est(g, "power_idle_w"), "no idle samples"));
+		assert_non_null(strstr(est(g, "temp_idle_c"), "no idle samples"));
+	}
+}
+
+static void test_training_only_plans(void **state)
+{
+	static const char *const nano = "fixtures/telemetry/gpu_metrics_8gpu_"
+		"power-temp_nanoGPT-pr643_3ebdf094.csv";
+	tm_tele_input in = { "fixtures/real/h200x4-vm/telemetry-identity.csv",
+	                     "vm", NULL };
+	tm_tele_opts o = { 25, 115, true, true };   /* the job running */
+	char *prof = NULL, *summ = NULL;
+	json_t *p, *g;
+	tm_error e;
+	size_t i;
+	(void)state;
+	assert_int_equal(run1(nano, "vp-h100", &p, &e), 0);
+	check_plannable(p);
+	prof = json_dumps(p, 0);
+	assert_int_equal(plan_with(prof, "fixtures/nanogpt-h100x8/cluster.json",
+	                           "fixtures/nanogpt-h100x8/job-pp8.json", &e), 0);
+	free(prof);
+	/* the same profile without the estimates is what plan refused */
+	json_array_foreach(json_object_get(p, "gpus"), i, g) {
+		json_object_set_new(g, "power_idle_w", json_null());
+		json_object_set_new(g, "temp_idle_c", json_null());
+		json_object_del(g, "estimated");
+	}
+	prof = json_dumps(p, 0);
+	assert_int_equal(plan_with(prof, "fixtures/nanogpt-h100x8/cluster.json",
+	                           "fixtures/nanogpt-h100x8/job-pp8.json", &e),
+	                 TM_EINPUT);
+	assert_non_null(strstr(e.msg, "no thermal model"));
+	free(prof);
+	json_decref(p);
+
+	/* a window cut from a running job: no idle, power steady */
+	memset(&e, 0, sizeof e);
+	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &prof, &summ,
+	                                           &e), 0);
+	p = json_loads(prof, 0, NULL);
+	assert_non_null(p);
+	check_plannable(p);
+	assert_int_equal(plan_with(prof, "fixtures/real/h200x4-vm/cluster.json",
+	                           "fixtures/real/h200x4-vm/job.json", &e), 0);
+	json_decref(p);
+	free(prof);
+	free(summ);
+}
+
+/* Without a power column there is no fit: the idle temperature is the
+ * lowest the GPU showed, marked, and the planner has its two levels. */
+static void test_no_power_column(void **state)
+{
+	strbuf b;
+	json_t *p, *g;
+	tm_error e;
+	(void)state;
+	sb_init(&b);
+	sb_add(&b, "timestamp, index, temperature.gpu, utilization.gpu [%]\n");
+	for (int t = 0; t < 120; t++)
+		sb_addf(&b, "2026/01/01 00:%02d:%02d.000, 0, %d, 100 %%\n", t / 60,
+		        t % 60, 40 + (t < 60 ? t / 3 : 20));
+	assert_int_equal(run1(puts_("nopower.csv", b.s), "np", &p, &e), 0);
+	g = gpu(p, 0);
+	/* settled from 30 s: 50..59 °C rising, then 60 */
+	assert_near(num(g, "temp_load_c"), 58.2, 0.051);
+	assert_near(num(g, "temp_idle_c"), 40, 1e-9);
+	assert_true(isnan(num(g, "power_idle_w")));
+	assert_non_null(strstr(est(g, "temp_idle_c"), "lowest temperature"));
+	json_decref(p);
+	sb_free(&b);
+}
+
+/* GPUs are pooled by model when the log names it: the model whose power
+ * swings gets a pooled slope, the steady one the last resort, though one
+ * host holds all four. */
+static void test_pooled_by_model(void **state)
+{
+	strbuf b;
+	json_t *p;
+	tm_error e;
+	uint64_t x = 5;
+	(void)state;
+	sb_init(&b);
+	sb_add(&b, "timestamp, index, name, temperature.gpu, power.draw [W], "
+	           "utilization.gpu [%], power.limit [W]\n");
+	for (int t = 0; t < 200; t++)
+		for (int g = 0; g < 4; g++) {
+			/* model A swings 90 W about its level, model B holds */
+			double P = g < 2 ? 450 + 40 * g + ((t / 10) % 2 ? 45 : -45)
+			                 : 600 + 3 * noise(&x);
+			sb_addf(&b, "2026/01/01 00:%02d:%02d.%03d, %d, %s, %.2f, "
+			        "%.2f W, 100 %%, 700.00 W\n", t / 60, t % 60, g, g,
+			        g < 2 ? "Model A" : "Model B",
+			        A4[g] + R_TRUE * P + 0.3 * noise(&x), P);
+		}
+	assert_int_equal(run1(puts_("models.csv", b.s), "m", &p, &e), 0);
+	for (int g = 0; g < 2; g++)
+		assert_non_null(strstr(est(gpu(p, g), "r_c_per_w"), "pooled: one "
+		                       "slope fitted over the settled samples of "
+		                       "the 2 GPUs of model Model A"));
+	for (int g = 2; g < 4; g++)
+		assert_non_null(strstr(est(gpu(p, g), "r_c_per_w"), "last resort"));
+	json_decref(p);
+	sb_free(&b);
+}
+
+/* ---- warnings ------------------------------------------------------------ */
+
+static char warnings[2048];
+
+static void on_warn(void *ud, const char *msg)
+{
+	(void)ud;
+	strncat(warnings, msg, sizeof warnings - strlen(warnings) - 2);
+	strcat(warnings, "\n");
+}
+
+static void test_warnings(void **state)
+{
+	char want[2048];
+	const char *f;
+	json_t *p;
+	tm_error e;
+	(void)state;
+	f = puts_("gpu-w01.csv", "timestamp, index, pci.bus_id, "
+	          "temperature.gpu\n2026/01/01 00:00:00.000, 0, "
+	          "00000000:00:06.0, 40\n");
+	tm_set_warn(on_warn, NULL);
+	warnings[0] = '\0';
+	tl_warn_forget();
+	assert_int_equal(run1(f, NULL, &p, &e), 0);
+	json_decref(p);
+	snprintf(want, sizeof want, "%s: no --host and no Hostname label: "
+	         "its GPUs are taken to be on host \"gpu-w01\", from the file's "
+	         "name; give the host with --host NAME before the file\n"
+	         "%s: no GPU UUID: its GPUs are known by host and PCI bus id "
+	         "only, so a profile of another machine with the same bus ids "
+	         "would match them too, while a profile belongs to a physical "
+	         "GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)\n",
+	         f, f);
+	assert_string_equal(warnings, want);
+	/* once per run of thermap (compare --replay reads it per window) */
+	warnings[0] = '\0';
+	assert_int_equal(run1(f, NULL, &p, &e), 0);
+	json_decref(p);
+	assert_string_equal(warnings, "");
+	/* --host given and a UUID logged: nothing to say */
+	f = puts_("w02.csv", "timestamp, index, uuid, temperature.gpu\n"
+	          "2026/01/01 00:00:00.000, 0, "
+	          "GPU-a0000000-0000-4000-8000-000000000000, 40\n");
+	assert_int_equal(run1(f, "h", &p, &e), 0);
+	json_decref(p);
+	assert_string_equal(warnings, "");
+	tm_set_warn(NULL, NULL);
+}
+
+/* ---- --baseline ------------------------------------------------------------ */
+
+static void test_baseline_fill(void **state)
+{
+	/* a window: GPU 0 loaded, never idle (estimated idle level); GPU 1
+	 * never at full load (no load level, a last-resort fit) */
+	static const char win[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": ["
+		"{\"host\": \"h\", \"index\": 0, \"temp_idle_c\": 33.0, "
+		"\"temp_load_c\": 60.0, \"power_idle_w\": 77, \"power_load_w\": 690, "
+		"\"ambient_c\": 30.0, \"r_c_per_w\": 0.0429, \"temp_fit_sd_c\": 0.5, "
+		"\"derate\": 1, \"derate_sd\": 0.01, \"derate_basis\": \"power-cap\", "
+		"\"estimated\": {\"temp_idle_c\": \"t\", \"power_idle_w\": \"p\", "
+		"\"ambient_c\": \"a\", \"r_c_per_w\": \"r\"}},"
+		"{\"host\": \"h\", \"index\": 1, \"temp_idle_c\": 35.0, "
+		"\"temp_load_c\": null, \"power_idle_w\": 77, \"power_load_w\": null, "
+		"\"ambient_c\": 31.0, \"r_c_per_w\": 0.0429, \"temp_fit_sd_c\": 0.4, "
+		"\"derate\": null, \"derate_sd\": null, \"derate_basis\": \"none\", "
+		"\"estimated\": {\"temp_idle_c\": \"t\", \"power_idle_w\": \"p\", "
+		"\"ambient_c\": \"a\", \"r_c_per_w\": \"r\", "
+		"\"temp_fit_sd_c\": \"s\"}}]}";
+	/* the earlier profile measured both idle; GPU 1's fit was pooled */
+	static const char base[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": ["
+		"{\"host\": \"h\", \"index\": 0, \"temp_idle_c\": 35.0, "
+		"\"temp_load_c\": 61.0, \"power_idle_w\": 78.5, "
+		"\"power_load_w\": 691, \"ambient_c\": 31.8, \"r_c_per_w\": 0.0412, "
+		"\"temp_fit_sd_c\": 0.78, \"derate\": 1, \"derate_sd\": 0.0102, "
+		"\"derate_basis\": \"power-cap\"},"
+		"{\"host\": \"h\", \"index\": 1, \"temp_idle_c\": 36.0, "
+		"\"temp_load_c\": 65.2, \"power_idle_w\": 78.7, "
+		"\"power_load_w\": 691.7, \"ambient_c\": 35.0, \"r_c_per_w\": 0.045, "
+		"\"temp_fit_sd_c\": 2.78, \"derate\": 1.03, \"derate_sd\": 0.012, "
+		"\"derate_basis\": \"thermal\", "
+		"\"estimated\": {\"r_c_per_w\": \"pooled\", \"ambient_c\": \"pa\"}}"
+		"]}";
+	char *out, *again;
+	json_t *p, *g;
+	int n, n2;
+	(void)state;
+	out = tm_profile_fill(win, base, false, &n);
+	again = tm_profile_fill(win, base, false, &n2);
+	assert_string_equal(out, again);   /* deterministic */
+	p = json_loads(out, 0, NULL);
+	assert_non_null(p);
+	/* GPU 0: measured idle replaces the estimate; its own fresh load
+	 * level and (estimated) fit stay */
+	g = gpu(p, 0);
+	assert_near(num(g, "temp_idle_c"), 35, 1e-9);
+	assert_near(num(g, "power_idle_w"), 78.5, 1e-9);
+	assert_near(num(g, "r_c_per_w"), 0.0429, 1e-9);
+	assert_string_equal(est(g, "temp_idle_c"), "");
+	assert_string_equal(est(g, "power_idle_w"), "");
+	assert_string_equal(est(g, "r_c_per_w"), "r");
+	{
+		json_t *want = json_pack("[ss]", "temp_idle_c", "power_idle_w");
+		assert_true(json_equal(json_object_get(g, "from_baseline"), want));
+		json_decref(want);
+	}
+	/* GPU 1: no load level here: the load level, the derate with its
+	 * uncertainty and basis, the fit with its spread and the earlier
+	 * profile's marks */
+	g = gpu(p, 1);
+	assert_near(num(g, "temp_load_c"), 65.2, 1e-9);
+	assert_near(num(g, "derate"), 1.03, 1e-9);
+	assert_near(num(g, "derate_sd"), 0.012, 1e-9);
+	assert_string_equal(basis(g), "thermal");
+	assert_near(num(g, "r_c_per_w"), 0.045, 1e-9);
+	assert_near(num(g, "temp_fit_sd_c"), 2.78, 1e-9);
+	assert_string_equal(est(g, "r_c_per_w"), "pooled");
+	assert_string_equal(est(g, "ambient_c"), "pa");
+	assert_string_equal(est(g, "temp_fit_sd_c"), "");
+	assert_string_equal(est(g, "power_idle_w"), "");
+	/* GPU 0: 2; GPU 1: idle 2, load 2, derate 3, fit 3 */
+	assert_int_equal(n, 2 + 10);
+	json_decref(p);
+	free(out);
+	free(again);
+	/* compare --replay's idle-only filling: the idle estimate goes, the
+	 * rest stays */
+	out = tm_profile_fill(win, base, true, &n);
+	p = json_loads(out, 0, NULL);
+	g = gpu(p, 1);
+	assert_near(num(g, "power_idle_w"), 78.7, 1e-9);
+	assert_true(isnan(num(g, "temp_load_c")));
+	assert_string_equal(est(g, "r_c_per_w"), "r");
+	assert_null(json_object_get(g, "from_baseline"));
+	json_decref(p);
+	free(out);
 }
 
 /* ---- malformed inputs ----------------------------------------------------- */
@@ -476,7 +1133,8 @@ static void test_cut_only_at_end(void **state)
 
 /* ---- the threaded reader ----------------------------------------------- */
 
-/* A replay of the recording, about 6 MB, with shifted times; optionally
+/* A replay of the recording, about 6 MB, with shifted times and the GPU
+ * model in a name column; optionally
  * (bad 1) one bad value far into it, or (bad 2) three rows whose time
  * goes backwards, for GPUs 2, 1 and 0 in that order, which threads pushing
  * different GPUs meet in any order. */
@@ -501,13 +1159,14 @@ static const char *replay(const char *name, int bad)
 	           "clocks_event_reasons.sw_thermal_slowdown, "
 	           "clocks_event_reasons.hw_thermal_slowdown, "
 	           "clocks_event_reasons.sw_power_cap, "
-	           "clocks_event_reasons.hw_slowdown, temperature.gpu.tlimit\n");
+	           "clocks_event_reasons.hw_slowdown, temperature.gpu.tlimit, "
+	           "name\n");
 	for (int k = 0; k < 17; k++) {
 		const char *p = rows;
 		while (p < end) {
 			const char *nl = strchr(p, '\n');
 			/* "2026/11/21 12:MM:SS.mmm": replay k at hour k */
-			sb_addf(&b, "2026/11/21 %02d%.*s\n", k,
+			sb_addf(&b, "2026/11/21 %02d%.*s, NVIDIA H200\n", k,
 			        (int)(nl - p - 13), p + 13);
 			p = nl + 1;
 		}
@@ -518,7 +1177,7 @@ static const char *replay(const char *name, int bad)
 			sb_addf(&b, "2026/11/21 15:00:00.000, %d, 00000000:00:0%d.0, "
 			        "35, 33, 78.34, 700.00, 345, 3201, 1980, 0, "
 			        "0x0000000000000001, Not Active, Not Active, "
-			        "Not Active, Not Active, 52\n", g, 6 + g);
+			        "Not Active, Not Active, 52, NVIDIA H200\n", g, 6 + g);
 	}
 	put(name, b.s, b.len);
 	sb_free(&b);
@@ -574,7 +1233,7 @@ static void test_threads_same_result(void **state)
 	                     "0000:00:08.0"))
 		fail_msg("%s", msg_seq);
 	for (int n = 2; n <= 4; n++) {
-		char nt[8];
+		char nt[16];
 		snprintf(nt, sizeof nt, "%d", n);
 		setenv("THERMAP_THREADS", nt, 1);
 		memset(&e, 0, sizeof e);
@@ -609,6 +1268,18 @@ int main(void)
 		cmocka_unit_test(test_fit_without_idle),
 		cmocka_unit_test(test_power_rule_and_counters),
 		cmocka_unit_test(test_smi_shapes),
+		cmocka_unit_test(test_own_fit_recovers),
+		cmocka_unit_test(test_pooled_fit_recovers),
+		cmocka_unit_test(test_last_resort_slope),
+		cmocka_unit_test(test_derate_power_cap),
+		cmocka_unit_test(test_derate_thermal_and_clock),
+		cmocka_unit_test(test_derate_inside_uncertainty),
+		cmocka_unit_test(test_derate_sd_formula),
+		cmocka_unit_test(test_training_only_plans),
+		cmocka_unit_test(test_no_power_column),
+		cmocka_unit_test(test_pooled_by_model),
+		cmocka_unit_test(test_warnings),
+		cmocka_unit_test(test_baseline_fill),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),

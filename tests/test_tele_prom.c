@@ -412,6 +412,40 @@ static void hosts(void **state)
 	run_free(&x);
 }
 
+/* The host a file's name gave is kept for the warning that says so (none
+ * when a label or --host named it); modelName groups GPUs for the pooled
+ * fit, as the profile's estimate says. */
+static void file_host_and_model(void **state)
+{
+	static const char text[] =
+		"DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",modelName=\"Tesla T4\"} 60 1000\n"
+		"DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",modelName=\"Tesla T4\"} 70 1000\n"
+		"DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",modelName=\"Tesla T4\"} 100 1000\n"
+		"DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",modelName=\"Tesla T4\"} 60 2000\n"
+		"DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",modelName=\"Tesla T4\"} 70 2000\n"
+		"DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",modelName=\"Tesla T4\"} 100 2000\n";
+	run x;
+	strbuf out;
+	long n;
+	(void)state;
+	assert_int_equal(read_text(&x, text, NULL), 0);
+	assert_string_equal(x.src.fhost, x.file + 5);
+	sb_init(&out);
+	assert_int_equal(tl_sink_finish(x.k, &out, &n), 0);
+	assert_int_equal(n, 1);
+	/* no power limit, no second GPU: the last resort over 70 W */
+	if (!strstr(out.s, "\"r_c_per_w\": 0.4286") ||
+	    !strstr(out.s, "the largest power seen on the GPUs of model "
+	                   "Tesla T4"))
+		fail_msg("%s", out.s);
+	sb_free(&out);
+	run_free(&x);
+	assert_int_equal(read_text(&x, "DCGM_FI_DEV_GPU_TEMP{" ID0 "} 30\n",
+	                           NULL), 0);
+	assert_string_equal(x.src.fhost, "");
+	run_free(&x);
+}
+
 typedef struct bad {
 	const char *text;
 	const char *msg;
@@ -917,6 +951,7 @@ int main(void)
 		cmocka_unit_test(escapes_and_spacing),
 		cmocka_unit_test(unused_metrics),
 		cmocka_unit_test(hosts),
+		cmocka_unit_test(file_host_and_model),
 		cmocka_unit_test(malformed),
 		cmocka_unit_test(cut_last_line),
 		cmocka_unit_test(time_backwards),

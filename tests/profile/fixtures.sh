@@ -59,7 +59,7 @@ do
 	name=$(printf '%s' "${f#fixtures/telemetry/}" | sed 's|/|__|g')
 	check "$name" "$f"
 done
-check h200x4-a fixtures/h200x4-a/telemetry.csv --host h200x4-a
+check h200x4-a --host h200x4-a fixtures/h200x4-a/telemetry.csv
 check h200x4-a-window --host h200x4-a --from +23 --to +174 \
     fixtures/h200x4-a/telemetry.csv
 
