@@ -1137,6 +1137,12 @@ static int write_profile(cal *C, const tm_problem *pb, const why *W,
 			         W[r].residual, G->power_w, G->temp_c, a);
 			put(e, "temp_fit_sd_c", G->fit_sd_c, 2, line, ncal);
 		}
+		/* the marks after the fields they describe */
+		if (json_object_get(e, "calibrated")) {
+			json_t *marks = json_incref(json_object_get(e, "calibrated"));
+			json_object_del(e, "calibrated");
+			json_object_set_new(e, "calibrated", marks);
+		}
 	}
 	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
 	                  JSON_REAL_PRECISION(15));
