@@ -352,7 +352,7 @@ typedef struct cal {
 	tm_cal_gpu *g;          /* per rank */
 	strbuf notes;           /* "note: ..." lines for the table */
 	strbuf files;           /* the telemetry files, for "calibrated" */
-	char (*why_derate)[256];/* per rank: what its derate stands on */
+	char (*why_derate)[768];/* per rank: what its derate stands on */
 	double res_iter;        /* the model's iteration time with the
 	                           calibrated derates, ms */
 } cal;
@@ -778,7 +778,7 @@ static void fit_derates(cal *C, const tm_problem *pb)
 				d = wq / wf;
 				G->derate_basis = TM_BASIS_JOB;
 				snprintf(C->why_derate[q], sizeof C->why_derate[q],
-				         "measured compute %.3f ms per microbatch (%s) "
+				         "measured compute %.3f ms per microbatch (%.200s) "
 				         "against %.3f ms of %s:%d", wq, j->file, wf,
 				         C->g[fast].host, C->g[fast].index);
 			} else {
@@ -788,8 +788,9 @@ static void fit_derates(cal *C, const tm_problem *pb)
 				d = F->clock_mhz / G->clock_mhz;
 				snprintf(C->why_derate[q], sizeof C->why_derate[q],
 				         "in-job SM clock %.0f +- %.0f MHz against %.0f "
-				         "MHz of %s:%d", G->clock_mhz, G->clock_se,
-				         F->clock_mhz, F->host, F->index);
+				         "MHz of %s:%d", G->clock_mhz,
+				         fmax(G->clock_se, CLOCK_STEP_MHZ), F->clock_mhz,
+				         F->host, F->index);
 				/* a clock the power cap sets is how the chip meets the
 				 * cap, not the job's speed (problem.c ignores it) */
 				G->derate_basis = G->pcap_frac >= PCAP_FRAC &&
@@ -991,6 +992,41 @@ static void fit_spread(cal *C, const tm_problem *pb, why *W)
 }
 
 /* ---- the calibrated profile --------------------------------------------------- */
+
+/* What was fitted must fit the profile's ranges (profile.c); only inputs
+ * beyond what a GPU can do (a log of 10^6 °C, a rank 100 times slower
+ * than its partner) get here. temp_fit_sd_c is shared by the GPUs of a
+ * model: the GPU named is the one furthest off the fit. */
+static int in_range(const cal *C, const why *W, tm_error *err)
+{
+	int nr = job_of(C)->world, worst = -1;
+	for (int r = 0; r < nr; r++) {
+		const tm_cal_gpu *G = &C->g[r];
+		const char *what = G->wait_sd > 1e5 ? "power_wait_sd_w" :
+		                   G->derate > 100 ? "derate" :
+		                   G->derate_sd > 100 ? "derate_sd" : NULL;
+		double v = G->wait_sd > 1e5 ? G->wait_sd : G->derate > 100 ?
+		           G->derate : G->derate_sd;
+		if (what)
+			return tm_fail(err, TM_EINPUT, "%s: host %s GPU %d (rank %d) "
+			               "gives %s %g, beyond the profile's range; "
+			               "expected what a GPU running the plan measures",
+			               what[0] == 'd' && C->m.nranks ? C->j->file :
+			               first_file(C), G->host, G->index, r, what, v);
+		if (G->fit_sd_c > 100 && (worst < 0 || fabs(W[r].residual) >
+		                          fabs(W[worst].residual)))
+			worst = r;
+	}
+	if (worst >= 0)
+		return tm_fail(err, TM_EINPUT, "%s: host %s GPU %d (rank %d) ran "
+		               "%.4g C off its thermal fit at %.4g W; temp_fit_sd_c "
+		               "would be %.4g, beyond the profile's 100; expected "
+		               "what a GPU running the plan measures", first_file(C),
+		               C->g[worst].host, C->g[worst].index, worst,
+		               W[worst].residual, C->g[worst].power_w,
+		               C->g[worst].fit_sd_c);
+	return 0;
+}
 
 /* A number as the profile writer writes it: rounded, whole numbers
  * without a fraction. */
@@ -1326,7 +1362,8 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 		int g = C.flat[r];
 		G->rank = r;
 		G->stage = pb0->rank_stage[r];
-		G->host = C.c->nodes[pb0->gpu_host[g]].host;
+		snprintf(G->host, sizeof G->host, "%s",
+		         C.c->nodes[pb0->gpu_host[g]].host);
 		G->index = C.c->nodes[pb0->gpu_host[g]].gpus[pb0->gpu_pos[g]].index;
 		G->samples = a->n;
 		G->temp_c = ws_mean(&a->f[F_TEMP]);
@@ -1359,7 +1396,8 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	C.res_iter = predict(pb1, C.flat, busy, NULL, NULL);
 	fit_waits(&C, pb1, busy, C.res_iter, W);
 	fit_spread(&C, pb0, W);
-	if ((rc = write_profile(&C, pb0, W, &res->profile, &res->ncalibrated,
+	if ((rc = in_range(&C, W, err)) ||
+	    (rc = write_profile(&C, pb0, W, &res->profile, &res->ncalibrated,
 	                        err)))
 		goto out;
 

@@ -59,7 +59,7 @@ typedef struct tm_cal_opts {
 typedef struct tm_cal_gpu {
 	int rank;               /* the rank it ran */
 	int stage;              /* that rank's pipeline rank */
-	const char *host;       /* borrowed from the cluster */
+	char host[256];         /* its host (names have at most 253 bytes) */
 	int index;              /* nvidia-smi index */
 	long samples;           /* settled in-job telemetry samples */
 	double temp_c, temp_se; /* measured mean °C and its standard error */

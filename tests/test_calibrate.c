@@ -27,7 +27,9 @@
  *    missing from the telemetry, telemetry of another host, of other GPUs
  *    only, an empty window, no settled in-job samples, a binary log, a
  *    plan of another world size, layout or cluster, two ranks on one GPU,
- *    a truncated plan.json, a malformed measured section; never a crash.
+ *    a truncated plan.json, a malformed measured section, a log 5000 °C
+ *    off the fit or a rank 300 times slower (values no profile can hold);
+ *    never a crash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -739,6 +741,18 @@ static void test_refusals(void **state)
 	}
 	put_file(path("plan/plan.json"), good);
 	free(good);
+
+	/* fitted values beyond the profile's ranges: the input's fault */
+	base_truth(&t);
+	t.resid[2] = 5000;
+	make_run(&t, busy);
+	refuse(path("tele.csv"), "h0", "host h0 GPU 2 (rank 2) ran 5000 C off "
+	       "its thermal fit");
+	base_truth(&t);
+	t.derate[1] = 300;
+	make_run(&t, busy);
+	refuse(path("tele.csv"), "h0", "job.json: host h0 GPU 1 (rank 1) gives "
+	       "derate 300");
 
 	/* a malformed measured section is the job's error */
 	job = get_file(path("job.json"));
