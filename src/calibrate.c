@@ -53,8 +53,10 @@
 #define DERATE_TIME_FLOOR 0.02
 /* The relative uncertainty of the model's busy fraction: its iteration
  * time against the measured one (measured.iteration_ms), at least
- * BUSY_REL_FLOOR; without a measured iteration, BUSY_REL_DEFAULT, the
- * model's miss on fixtures/real/h200x4-vm (309.95 against 328.3 ms). */
+ * BUSY_REL_FLOOR, since the busy fraction uses the stage's time and a
+ * rank's own compute strays from it by as much as DERATE_TIME_FLOOR;
+ * without a measured iteration, BUSY_REL_DEFAULT, the model's miss on
+ * fixtures/real/h200x4-vm (309.95 against 328.3 ms). */
 #define BUSY_REL_FLOOR 0.02
 #define BUSY_REL_DEFAULT 0.06
 /* A busy fraction within this of 1 leaves no waiting to measure. */
