@@ -18,10 +18,11 @@ LIB_SRC  = src/util.c src/sha256.c src/layout.c src/jsonin.c src/jsonout.c \
            src/problem.c src/model.c src/sim.c src/solve.c src/solve_ilp.c src/bound.c src/solve_host.c \
            src/rebalance.c src/decide.c src/replan.c src/compare.c src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
            src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
-           src/topo_nccl.c src/svg.c src/diff.c src/planread.c
+           src/topo_nccl.c src/svg.c src/diff.c src/planread.c src/calibrate.c
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
-           test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan
+           test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
+           test_calibrate
 TEST_BIN = $(TESTS:%=$(B)/%)
 
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
@@ -79,6 +80,7 @@ check: all $(TEST_BIN) $(B)/gen_cluster
 	@THERMAP=$(B)/thermap sh tests/lp/run.sh
 	@THERMAP=$(B)/thermap sh tests/compare/run.sh
 	@THERMAP=$(B)/thermap sh tests/replan/run.sh
+	@THERMAP=$(B)/thermap sh tests/calibrate/run.sh
 	@THERMAP=$(B)/thermap GEN=$(B)/gen_cluster sh tests/scale/run.sh
 	$(MAKE) --no-print-directory check-san
 
@@ -95,6 +97,7 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/lp/run.sh
 	@THERMAP=build-san/thermap sh tests/compare/run.sh
 	@THERMAP=build-san/thermap sh tests/replan/run.sh
+	@THERMAP=build-san/thermap sh tests/calibrate/run.sh
 	@THERMAP=build-san/thermap GEN=build/gen_cluster sh tests/scale/run.sh
 	$(MAKE) --no-print-directory check-tsan
 

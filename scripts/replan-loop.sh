@@ -1,10 +1,13 @@
 #!/bin/sh
 # replan-loop.sh — an example of training with thermap between checkpoints
-# (docs/replan.md). Each round: launch the plan's ranks, train to the next
-# checkpoint while nvidia-smi logs the GPUs, profile the last window of
-# that log, ask thermap replan whether another placement is worth a
-# restart, and relaunch from the checkpoint with the new env files if it
-# wrote one (exit 0); otherwise (exit 3) go on with the same plan.
+# (docs/replan.md): profile -> plan -> run -> calibrate -> replan. Each
+# round: launch the plan's ranks, train to the next checkpoint while
+# nvidia-smi logs the GPUs, calibrate the profile on the last window of
+# that log (thermap calibrate: each GPU's waiting power, derate and fit
+# spread, as the plan that ran measured them; docs/calibrate.md), ask
+# thermap replan with the calibrated profile whether another placement is
+# worth a restart, and relaunch from the checkpoint with the new env files
+# if it wrote one (exit 0); otherwise (exit 3) go on with the same plan.
 #
 # It runs on one host as written (one env file, one torchrun); on several
 # hosts, run the launch step on each host with its env/<host>.env, as
@@ -23,9 +26,11 @@
 #   THERMAP      the thermap binary (default: thermap)
 #   MIN_GAIN     replan's --min-gain (default 1%,2C)
 #   POLICY       a policy file for replan (default: the built-in thermal)
-#   WINDOW_S     seconds at the end of a round to profile (default 600)
-#   BASELINE     a profile with idle samples (default: PLAN_DIR.baseline.json,
-#                made by you with thermap profile over a log that idles)
+#   WINDOW_S     seconds at the end of a round to calibrate on (default 600)
+#   BASELINE     the profile the first plan was made with, from a log that
+#                idles and loads every GPU (default: PLAN_DIR.baseline.json,
+#                made by you with thermap profile); each round calibrates
+#                the last round's calibrated profile, starting from it
 #   NODE_HOST    this host's name in the cluster (default: hostname)
 set -eu
 
@@ -41,6 +46,7 @@ window=${WINDOW_S:-600}
 baseline=${BASELINE:-$plan.baseline.json}
 host=${NODE_HOST:-$(hostname)}
 mkdir -p "$plan.history"
+profile=$baseline
 
 round=1
 while [ "$round" -le "$rounds" ]; do
@@ -63,14 +69,20 @@ while [ "$round" -le "$rounds" ]; do
 	wait "$smi" 2>/dev/null || true
 
 	# the last window of the round (seconds after the log's first
-	# sample), its idle level from the baseline
+	# sample): the profile calibrated on what the plan that ran measured
 	from=$(( $(date +%s) - t0 - window ))
 	[ "$from" -ge 0 ] || from=0
-	"$T" profile --host "$host" "$log" --from "+$from" \
-		--baseline "$baseline" -o "$plan.history/profile-$round.json"
+	cal=$plan.history/profile-$round.json
+	if "$T" calibrate --cluster "$cluster" --profile "$profile" --job "$job" \
+		--plan "$plan" --host "$host" --from "+$from" "$log" -o "$cal" \
+		>"$plan.history/calibrate-$round.txt"; then
+		profile=$cal
+	else
+		echo "round $round: thermap calibrate failed; replanning with $profile" >&2
+	fi
 	rc=0
 	"$T" replan --previous "$plan" --cluster "$cluster" --job "$job" \
-		--profile "$plan.history/profile-$round.json" \
+		--profile "$profile" \
 		${POLICY:+--policy "$POLICY"} --min-gain "$min_gain" \
 		-o "$plan.next" >"$plan.history/decision-$round.json" || rc=$?
 	case $rc in

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "calibrate.h"
 
 static const char *const dim_names[TM_NDIM] = { "tp", "cp", "ep", "dp", "pp" };
 
@@ -151,11 +152,109 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 	return 0;
 }
 
+/* ---- "measured": what a run of the job measured ------------------------- */
+
+void tm_job_measured_free(tm_job_measured *m)
+{
+	free(m->ranks);
+	m->ranks = NULL;
+	m->nranks = 0;
+}
+
+/* The optional "measured" section: the run's median iteration and each
+ * rank's compute per microbatch (examples/pipeline/to_job.py writes it). */
+static int load_measured(const jin *J, json_t *root, const tm_job *j,
+                         bool warn, tm_job_measured *m)
+{
+	static const char *const known[] = { "iteration_ms", "ranks", NULL };
+	static const char *const known_rank[] = { "rank", "fwd_ms", "bwd_ms",
+		"sd_ms", "iterations", NULL };
+	json_t *o, *ranks;
+	char path[64];
+	int rc;
+
+	m->iteration_ms = NAN;
+	m->nranks = 0;
+	m->ranks = NULL;
+	if ((rc = jin_obj(J, root, "", "measured", JF_NULL, &o)) || !o)
+		return rc;
+	if (warn)   /* once, when the job is loaded */
+		jin_unknown(J, o, "measured", known);
+	if ((rc = jin_num(J, o, "measured", "iteration_ms", JF_NULL, 0.001, 1e7,
+	                  &m->iteration_ms)) ||
+	    (rc = jin_arr(J, o, "measured", "ranks", JF_NULL, &ranks)) || !ranks)
+		return rc;
+	if (json_array_size(ranks) != (size_t)j->world)
+		return jin_fail(J, "measured", "ranks", "has %zu entries; expected "
+		                "one per rank, %d", json_array_size(ranks), j->world);
+	m->nranks = j->world;
+	m->ranks = xcalloc((size_t)j->world, sizeof *m->ranks);
+	for (int r = 0; r < j->world; r++) {
+		json_t *e = json_array_get(ranks, (size_t)r);
+		tm_measured_rank *x = &m->ranks[r];
+		int rank = -1, iters = 0;
+		snprintf(path, sizeof path, "measured.ranks[%d]", r);
+		x->sd_ms = x->iterations = NAN;
+		if (!json_is_object(e))
+			return jin_fail(J, path, NULL, "expected an object with rank, "
+			                "fwd_ms and bwd_ms");
+		if (warn)
+			jin_unknown(J, e, path, known_rank);
+		if ((rc = jin_int(J, e, path, "rank", JF_REQ, 0, TM_MAX_RANKS,
+		                  &rank)))
+			return rc;
+		if (rank != r)
+			return jin_fail(J, path, "rank", "%d; expected %d (one entry "
+			                "per rank, in rank order)", rank, r);
+		if ((rc = jin_num(J, e, path, "fwd_ms", JF_REQ, 0, 1e7,
+		                  &x->fwd_ms)) ||
+		    (rc = jin_num(J, e, path, "bwd_ms", JF_REQ, 0, 1e7,
+		                  &x->bwd_ms)) ||
+		    (rc = jin_num(J, e, path, "sd_ms", JF_NULL, 0, 1e7,
+		                  &x->sd_ms)))
+			return rc;
+		if (json_object_get(e, "iterations") &&
+		    !json_is_null(json_object_get(e, "iterations"))) {
+			if ((rc = jin_int(J, e, path, "iterations", 0, 1, 1000000000,
+			                  &iters)))
+				return rc;
+			x->iterations = iters;
+		}
+		if (!(x->fwd_ms + x->bwd_ms > 0))
+			return jin_fail(J, path, NULL, "measured no compute (fwd_ms + "
+			                "bwd_ms is 0); expected a positive time");
+	}
+	return 0;
+}
+
+int tm_job_measured_load(const tm_job *j, tm_job_measured *m, tm_error *err)
+{
+	json_t *root = NULL;
+	jin J = { j->file, err };
+	char sha[72];
+	int rc;
+
+	m->iteration_ms = NAN;
+	m->nranks = 0;
+	m->ranks = NULL;
+	if ((rc = jin_load(j->file, "thermap.job", &root, sha, err)))
+		return rc;
+	/* the section must belong to the job that was validated */
+	if (strcmp(sha, j->sha256))
+		rc = tm_fail(err, TM_EINPUT, "%s: changed while it was being read",
+		             j->file);
+	else if ((rc = load_measured(&J, root, j, false, m)))
+		tm_job_measured_free(m);
+	json_decref(root);
+	return rc;
+}
+
 int tm_job_load(const char *file, tm_job **out, tm_error *err)
 {
 	static const char *const known[] = { "format", "name", "parallel",
 		"nproc_per_node", "schedule", "layer_fwd_ms", "layer_bwd_ms",
-		"layer_mem_gib", "tokens_per_iteration", "stages", NULL };
+		"layer_mem_gib", "tokens_per_iteration", "stages", "measured",
+		NULL };
 	static const char *const known_par[] = { "tp", "cp", "ep", "dp", "pp",
 		"vpp", "order", NULL };
 	static const char *const known_sched[] = { "kind", "microbatches",
@@ -268,6 +367,15 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err)
 		              "missing; stages given by layers need layer_fwd_ms and "
 		              "layer_bwd_ms");
 		goto fail;
+	}
+	{
+		/* validated here so that every command rejects a malformed
+		 * section; only thermap calibrate reads it (tm_job_measured_load) */
+		tm_job_measured m;
+		rc = load_measured(&J, root, j, true, &m);
+		tm_job_measured_free(&m);
+		if (rc)
+			goto fail;
 	}
 	for (int s = 0; s < j->nstages; s++) {
 		tm_stage *st = &j->stages[s];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "calibrate.h"
 #include "diff.h"
 #include "telemetry.h"
 
@@ -22,6 +23,7 @@ static const char usage_main[] =
 "  replan   previous plan + fresh profile -> a new plan only if worth it\n"
 "  compare  several policies on one job, simulated, as a table\n"
 "  check    confirm that a plan directory does what plan.json says\n"
+"  calibrate  a plan that ran + its telemetry -> the profile fitted to it\n"
 "  diff     the ranks that move between two plans, and why\n"
 "\n"
 "Run 'thermap COMMAND --help' for a command's options.\n"
@@ -142,6 +144,38 @@ static const char usage_profile[] =
 "                       GPUs, time span) as JSON on stdout; needs -o\n"
 "  --quiet              print nothing on stdout\n"
 "  --help               this text\n";
+
+static const char usage_calibrate[] =
+"usage: thermap calibrate --cluster FILE --profile FILE --job FILE --plan DIR\n"
+"                         [--host NAME] [--fields LIST] TELEMETRY... -o FILE\n"
+"                         [--from T] [--to T] [--quiet]\n"
+"\n"
+"Fits the model to a plan that ran (docs/calibrate.md): from the telemetry\n"
+"recorded while it ran, each of its GPUs' power while its rank waits, its\n"
+"derate at the job's operating point and the spread of its thermal fit.\n"
+"Writes the profile with those fields replaced, each listed in\n"
+"\"calibrated\" with where it came from, and prints, per GPU, measured\n"
+"temperature, power and clock against the model before and after.\n"
+"\n"
+"  --cluster FILE       the cluster the plan ran on\n"
+"  --profile FILE       the profile to calibrate (the one the plan used)\n"
+"  --job FILE           the job; its \"measured\" section (to_job.py) gives\n"
+"                       per-rank times, else the in-job clocks are used\n"
+"  --plan DIR           the plan directory that was launched\n"
+"  TELEMETRY...         logs recorded while it ran, in any format thermap\n"
+"                       profile reads; '-' reads stdin\n"
+"  --host NAME          host of the GPUs in the files that follow (else the\n"
+"                       Hostname label, else the file name: HOST.csv)\n"
+"  --fields LIST        columns of the CSV files that follow when they have\n"
+"                       no header: the --query-gpu list\n"
+"  --from T, --to T     only samples in this window: a time as in the logs\n"
+"                       or +SECONDS after each file's first sample\n"
+"  -o, --out FILE       write the calibrated profile here (atomically; may\n"
+"                       be the --profile file)\n"
+"  --quiet              print nothing on stdout\n"
+"  --help               this text\n"
+"exit: 0 written, 2 usage, 4 invalid input (one line naming the file),\n"
+"1 the output could not be written.\n";
 
 static const char usage_topo[] =
 "usage: thermap topo [--host NAME] [--smi-topo FILE] [--gpus FILE]\n"
@@ -566,7 +600,8 @@ static int cmd_diff(int argc, char **argv)
 	return 0;
 }
 
-static int parse_when(const char *name, const char *v, double *t, bool *rel)
+static int parse_when(const char *cmd, const char *name, const char *v,
+                      double *t, bool *rel)
 {
 	char *end;
 	*rel = v[0] == '+';
@@ -579,7 +614,7 @@ static int parse_when(const char *name, const char *v, double *t, bool *rel)
 	}
 	fprintf(stderr, "thermap: %s '%s': expected a time (2026/11/21 "
 	        "12:15:28, 2026-11-21T12:15:28Z, seconds since 1970) or "
-	        "+SECONDS\nTry 'thermap profile --help'.\n", name, v);
+	        "+SECONDS\nTry 'thermap %s --help'.\n", name, v, cmd);
 	return TM_EUSAGE;
 }
 
@@ -630,9 +665,10 @@ static int cmd_profile(int argc, char **argv)
 			} else if (!strncmp(a, "--fields", k)) {
 				fields = v;
 			} else if (!strncmp(a, "--from", k)) {
-				rc = parse_when("--from", v, &o.from, &o.from_rel);
+				rc = parse_when("profile", "--from", v, &o.from,
+				                &o.from_rel);
 			} else if (!strncmp(a, "--to", k)) {
-				rc = parse_when("--to", v, &o.to, &o.to_rel);
+				rc = parse_when("profile", "--to", v, &o.to, &o.to_rel);
 			} else if (!strncmp(a, "--baseline", k)) {
 				basef = v;
 			} else {
@@ -696,6 +732,104 @@ static int cmd_profile(int argc, char **argv)
 	free(base);
 	free(prof);
 	free(summ);
+	free(in);
+	return rc;
+}
+
+static int cmd_calibrate(int argc, char **argv)
+{
+	static const char *const valued[] = { "--cluster", "--profile", "--job",
+		"--plan", "--host", "--fields", "--out", "-o", "--from", "--to",
+		NULL };
+	const char *host = NULL, *fields = NULL, *out = NULL;
+	tm_tele_input *in = xcalloc((size_t)argc, sizeof *in);
+	tm_cal_opts o;
+	tm_cal_result res;
+	tm_error err = { 0, "" };
+	bool quiet = false;
+	int rc = 0;
+
+	memset(&o, 0, sizeof o);
+	memset(&res, 0, sizeof res);
+	o.window = (tm_tele_opts){ NAN, NAN, false, false };
+	o.tele = in;
+	for (int i = 2; i < argc && !rc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
+		size_t k = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a)
+		                                             : strlen(a);
+		const char *name = NULL;
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_calibrate, stdout);
+			free(in);
+			return 0;
+		}
+		for (int j = 0; valued[j]; j++)
+			if (strlen(valued[j]) == k && !strncmp(a, valued[j], k))
+				name = valued[j];
+		if (!name) {
+			if (!strcmp(a, "--quiet"))
+				quiet = true;
+			else if (a[0] == '-' && a[1] != '\0')
+				rc = usage_error("calibrate ", "unknown option '%s'", a);
+			else
+				in[o.ntele++] = (tm_tele_input){ a, host, fields };
+			continue;
+		}
+		if (eq && k < strlen(a))
+			v = eq + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else {
+			rc = usage_error("calibrate ", "option '%s' needs a value", a);
+			break;
+		}
+		if (!strcmp(name, "--cluster"))
+			o.cluster = v;
+		else if (!strcmp(name, "--profile"))
+			o.profile = v;
+		else if (!strcmp(name, "--job"))
+			o.job = v;
+		else if (!strcmp(name, "--plan"))
+			o.plan = v;
+		else if (!strcmp(name, "--fields"))
+			fields = v;
+		else if (!strcmp(name, "--from"))
+			rc = parse_when("calibrate", "--from", v, &o.window.from,
+			                &o.window.from_rel);
+		else if (!strcmp(name, "--to"))
+			rc = parse_when("calibrate", "--to", v, &o.window.to,
+			                &o.window.to_rel);
+		else if (!strcmp(name, "--host")) {
+			if (!tm_valid_host(v))
+				rc = usage_error("calibrate ", "--host '%s': expected a "
+				                 "host name", v);
+			host = v;
+		} else
+			out = v;
+	}
+	if (!rc && (!o.cluster || !o.profile || !o.job || !o.plan || !out ||
+	            !o.ntele))
+		rc = usage_error("calibrate ", "calibrate needs %s", !o.cluster ?
+		                 "--cluster" : !o.profile ? "--profile" : !o.job ?
+		                 "--job" : !o.plan ? "--plan DIR" : !o.ntele ?
+		                 "at least one TELEMETRY file" : "-o FILE");
+	if (!rc && !isnan(o.window.from) && !isnan(o.window.to) &&
+	    o.window.from_rel == o.window.to_rel && o.window.to < o.window.from)
+		rc = usage_error("calibrate ", "%s", "--to is before --from");
+	if (rc) {
+		free(in);
+		return rc;
+	}
+	if ((rc = tm_calibrate(&o, &res, &err)) ||
+	    (rc = tm_write_file_atomic(out, res.profile, strlen(res.profile),
+	                               &err))) {
+		rc = report(&err);
+	} else if (!quiet) {
+		fputs(res.table, stdout);
+		printf("wrote %s (%d field(s) calibrated on %d GPU(s))\n", out,
+		       res.ncalibrated, res.ngpu);
+	}
+	tm_cal_result_free(&res);
 	free(in);
 	return rc;
 }
@@ -864,5 +998,7 @@ int main(int argc, char **argv)
 		return cmd_replan(argc, argv);
 	if (!strcmp(argv[1], "diff"))
 		return cmd_diff(argc, argv);
+	if (!strcmp(argv[1], "calibrate"))
+		return cmd_calibrate(argc, argv);
 	return usage_error("", "unknown command '%s'", argv[1]);
 }

@@ -6,9 +6,15 @@
 #  1. thermap topo --local; telemetry while every GPU runs the same matrix
 #     load; thermap profile on it;
 #  2. the example job with the default (identity) placement, telemetry
-#     recorded; its logs turned into a thermap.job/1 (to_job.py);
-#  3. thermap plan with that job and profile, thermap check, and the job
-#     launched exactly as the plan's launch.txt says, telemetry recorded;
+#     recorded; its logs turned into a thermap.job/1 (to_job.py, with what
+#     each rank measured); thermap calibrate on that run: the profile
+#     fitted to it (waiting power, derates, fit spread), and its table of
+#     measured against predicted;
+#  3. thermap plan with that job and the calibrated profile, thermap
+#     check, and the job launched exactly as the plan's launch.txt says,
+#     telemetry recorded; thermap calibrate on that run too: its table's
+#     "predicted before" column is what the first calibration predicted
+#     for this placement;
 #  4. compare.py: step times, per-GPU temperature and power, predictions.
 #
 # THERMAP names the thermap program (default build/thermap); PYTHON the
@@ -97,16 +103,35 @@ JOB
 	-o "$OUT/plan-identity" --quiet
 launch "$OUT/plan-identity" "$OUT/logs-identity" "$OUT/telemetry-identity.csv"
 "$PY" "$E/to_job.py" "$OUT/logs-identity" -o "$OUT/job.json"
+# the model fitted to the run that just ended: the plan it ran, its
+# telemetry, the job with each rank's measured times
+"$T" calibrate --cluster "$OUT/cluster.json" --profile "$OUT/profile.json" \
+	--job "$OUT/job.json" --plan "$OUT/plan-identity" --host "$HOST" \
+	"$OUT/telemetry-identity.csv" -o "$OUT/profile-calibrated.json" |
+	tee "$OUT/calibrate-identity.txt"
 
-echo "== 3. thermap plan with the measured job, check, launch"
-"$T" plan --cluster "$OUT/cluster.json" --profile "$OUT/profile.json" \
+echo "== 3. thermap plan with the measured job and the calibrated profile, check, launch"
+"$T" plan --cluster "$OUT/cluster.json" --profile "$OUT/profile-calibrated.json" \
 	--job "$OUT/job.json" -o "$OUT/plan" | tee "$OUT/plan.txt"
-"$T" plan --cluster "$OUT/cluster.json" --profile "$OUT/profile.json" \
+"$T" plan --cluster "$OUT/cluster.json" --profile "$OUT/profile-calibrated.json" \
 	--job "$OUT/job.json" --policy "$E/../../policies/identity.json" \
 	-o "$OUT/plan-identity-measured" --quiet
 "$T" check --cluster "$OUT/cluster.json" --job "$OUT/job.json" \
-	--plan "$OUT/plan" --profile "$OUT/profile.json" | tee "$OUT/check.txt"
+	--plan "$OUT/plan" --profile "$OUT/profile-calibrated.json" |
+	tee "$OUT/check.txt"
 launch "$OUT/plan" "$OUT/logs-thermal" "$OUT/telemetry-thermal.csv"
+"$PY" "$E/to_job.py" "$OUT/logs-thermal" -o "$OUT/job-thermal.json"
+# calibrated again on the run that used the first calibration: "predicted
+# before" is what that calibration said of this placement
+"$T" calibrate --cluster "$OUT/cluster.json" \
+	--profile "$OUT/profile-calibrated.json" --job "$OUT/job-thermal.json" \
+	--plan "$OUT/plan" --host "$HOST" "$OUT/telemetry-thermal.csv" \
+	-o "$OUT/profile-calibrated-thermal.json" >"$OUT/calibrate-thermal.txt"
 
 echo "== 4. comparison"
 "$PY" "$E/compare.py" "$OUT" | tee "$OUT/comparison.md"
+echo "== 5. measured against predicted, each run (thermap calibrate)"
+echo "-- the identity run (its own calibration):"
+cat "$OUT/calibrate-identity.txt"
+echo "-- the thermal run (\"predicted before\": the identity run's calibration):"
+cat "$OUT/calibrate-thermal.txt"

@@ -18,6 +18,15 @@ them (docs/model.md, section 2):
   mem_gib the largest peak of reserved GPU memory among the stage's ranks,
           when every one of them logged it
 
+and what the run measured, for thermap calibrate (docs/calibrate.md):
+
+  measured.iteration_ms  the largest, over the ranks, of the median step
+                         time of the measured iterations
+  measured.ranks[r]      rank r's own fwd_ms and bwd_ms (medians per
+                         microbatch, as above), sd_ms (the standard
+                         deviation over iterations of its fwd + bwd per
+                         microbatch) and iterations (how many)
+
 -o - writes to standard output. Standard library only; Python 3.9+.
 """
 import argparse
@@ -79,6 +88,10 @@ def read_log(path):
                     if not is_num(o.get(k)) or o[k] < 0:
                         raise Bad("%s:%d: %s is %r; expected a number >= 0"
                                   % (path, n, k, o.get(k)))
+                if "step_ms" in o and (not is_num(o["step_ms"]) or
+                                       o["step_ms"] < 0):
+                    raise Bad("%s:%d: step_ms is %r; expected a number >= 0"
+                              % (path, n, o["step_ms"]))
                 if not o.get("warmup"):
                     iters.append(o)
             elif kind == "end":
@@ -193,6 +206,26 @@ def build_job(logdir, name, nproc):
             stage["mem_gib"] = math.ceil(max(mems) * 1000) / 1000.0
         stages.append(stage)
 
+    # what each rank measured: its own times per microbatch (thermap
+    # calibrate compares the GPUs of one stage with them) and the step
+    # time, whose median over the slowest rank is the iteration
+    mranks, steps = [], []
+    for r in range(world):
+        its = logs[r][1]
+        w = [(it["fwd_ms"] + it["bwd_ms"]) / m for it in its]
+        mr = {"rank": r,
+              "fwd_ms": r3(statistics.median(it["fwd_ms"] / m for it in its)),
+              "bwd_ms": r3(statistics.median(it["bwd_ms"] / m for it in its)),
+              "sd_ms": r3(statistics.stdev(w)) if len(w) > 1 else None,
+              "iterations": len(its)}
+        if mr["fwd_ms"] + mr["bwd_ms"] <= 0:
+            raise Bad("%s: measured no compute (fwd_ms + bwd_ms is 0)"
+                      % files[r])
+        mranks.append(mr)
+        st = [it["step_ms"] for it in its if "step_ms" in it]
+        steps.append(statistics.median(st) if len(st) == len(its) else None)
+    iteration = r3(max(steps)) if None not in steps else None
+
     if name is None:
         name = ("examples/pipeline: pp=%d dp=%d, layers %s, hidden %s, "
                 "vocab %s, seq %s, micro-batch %s"
@@ -212,7 +245,13 @@ def build_job(logdir, name, nproc):
     for i, st in enumerate(stages):
         lines.append("    %s%s" % (json.dumps(st),
                                    "," if i < len(stages) - 1 else ""))
-    lines += ["  ]", "}"]
+    lines += ["  ],",
+              '  "measured": {"iteration_ms": %s, "ranks": ['
+              % json.dumps(iteration)]
+    for i, mr in enumerate(mranks):
+        lines.append("    %s%s" % (json.dumps(mr),
+                                   "," if i < len(mranks) - 1 else ""))
+    lines += ["  ]}", "}"]
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,210 @@
+#!/bin/sh
+# thermap calibrate on the real run recorded on a 4xH200 host
+# (fixtures/real/h200x4-vm), in both directions:
+#  - the recorded plan.json files carry input hashes that no longer match
+#    their files (the GPU UUIDs were replaced after recording), so, as
+#    tests/real/replay.sh does, the plans are made again: the identity
+#    plan of the measured job and thermap's plan, each placing every rank
+#    where the launched plan (plan-identity-measured/, plan/) did;
+#  - the jobs are examples/pipeline/to_job.py of each run's logs, with
+#    their "measured" section (tests/calibrate/data);
+#  - calibrate on the identity run, and on the thermal run: the tables
+#    and profiles are pinned in tests/calibrate/expected;
+#  - across runs: thermap plan with the identity run's calibration gives
+#    the thermal run's placement, and its predicted temperature of every
+#    GPU is held against what the thermal run measured; the same the other
+#    way round (the thermal run's calibration, the identity placement).
+#    The per-GPU errors are pinned, and each must be within BOUND_C (the
+#    project's goal, 2 °C on the placement not used for calibrating);
+#  - the plans pass thermap check with the calibrated profiles, the same
+#    inputs give the same bytes, every option of --help is in the man
+#    page, and bad inputs exit 2 or 4 with one line naming the file.
+# With --update the expected files are rewritten (review the diff).
+# THERMAP names the binary (build/thermap by default).
+set -u
+T=${THERMAP:-build/thermap}
+R=fixtures/real/h200x4-vm
+D=tests/calibrate/data
+E=tests/calibrate/expected
+BOUND_C=2.0
+W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-calibrate.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+pass=0
+fail=0
+update=${1:-}
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
+
+pinned() {
+	if [ "$update" = --update ]; then
+		cp "$W/$1" "$E/$1"
+		ok
+	elif cmp -s "$W/$1" "$E/$1"; then
+		ok
+	else
+		bad "$1 differs from $E/$1:"
+		diff "$E/$1" "$W/$1" | head -20
+	fi
+}
+
+# expect CODE NAME COMMAND...: stdout to $W/NAME.out, stderr to
+# $W/NAME.err, and the exit code checked
+expect() {
+	want=$1 name=$2
+	shift 2
+	"$@" >"$W/$name.out" 2>"$W/$name.err"
+	got=$?
+	if [ "$got" = "$want" ]; then ok
+	else bad "$name: exit $got, expected $want: $(head -3 "$W/$name.err")"; fi
+}
+
+# an error: one line of error on stderr (warnings aside, and a usage
+# error's "Try" hint), with this text in it
+one_line() {
+	if [ "$(grep -vc -e '^thermap: warning: ' -e '^Try ' "$W/$1.err")" = 1 ] &&
+	   grep -v '^thermap: warning: ' "$W/$1.err" | head -1 | grep -qF -- "$2"; then ok
+	else bad "$1: stderr is not one line with '$2': $(cat "$W/$1.err")"; fi
+}
+
+# "rank uuid" lines of a plan.json (one rank object per line)
+ranks() {
+	sed -n 's/.*{"rank": \([0-9]*\),.*"uuid": "\([^"]*\)".*/\1 \2/p' "$1"
+}
+# "rank gpu predicted_temp_c" lines of a plan.json
+predicted() {
+	sed -n 's/.*{"rank": \([0-9]*\),.*"gpu_index": \([0-9]*\),.*"predicted_temp_c": \([-0-9.]*\)}.*/\1 \2 \3/p' "$1"
+}
+# "gpu measured_temp" lines, in GPU order, from a calibrated profile:
+# its temp_fit_sd_c line says at what power and temperature the GPU ran
+measured() {
+	awk '/"index": / { i = $2; sub(/,/, "", i) }
+	     /"temp_fit_sd_c": "thermap calibrate/ {
+	         t = $0; sub(/ C; ambient_c.*/, "", t); sub(/.* W and /, "", t)
+	         print i, t }' "$1" | sort -n
+}
+
+CL="--cluster $R/cluster.json"
+
+# ---- the plans that ran, made again -------------------------------------------
+expect 0 plan-identity "$T" plan $CL --profile $R/profile.json --job $R/job.json \
+	--policy policies/identity.json -o "$W/plan-identity"
+expect 0 plan-thermal "$T" plan $CL --profile $R/profile.json --job $R/job.json \
+	-o "$W/plan-thermal"
+for p in identity:plan-identity-measured thermal:plan; do
+	if [ "$(ranks "$W/plan-${p%%:*}/plan.json")" = "$(ranks "$R/${p#*:}/plan.json")" ] &&
+	   [ "$(ranks "$W/plan-${p%%:*}/plan.json" | wc -l)" = 4 ]; then ok
+	else bad "plan-${p%%:*}: placement differs from the launched $R/${p#*:}"; fi
+done
+# the jobs are to_job.py's, and their stages are those of the job that
+# was planned with (the identity run's)
+if [ "$(grep '"layers"' $D/job-identity.json)" = "$(grep '"layers"' $R/job.json)" ]
+then ok; else bad "$D/job-identity.json: stages differ from $R/job.json"; fi
+
+# ---- calibrate on each run ------------------------------------------------------
+for run in identity thermal; do
+	expect 0 "cal-$run" "$T" calibrate $CL --profile $R/profile.json \
+		--job $D/job-$run.json --plan "$W/plan-$run" \
+		--host vm $R/telemetry-$run.csv -o "$W/profile-$run.json"
+	sed '$d' "$W/cal-$run.out" >"$W/table-$run.txt"
+	pinned "table-$run.txt"
+	pinned "profile-$run.json"
+	if tail -1 "$W/cal-$run.out" | grep -q "wrote $W/profile-$run.json (20 field(s) calibrated on 4 GPU(s))"
+	then ok; else bad "cal-$run: last line: $(tail -1 "$W/cal-$run.out")"; fi
+	# the same inputs, the same bytes
+	"$T" calibrate $CL --profile $R/profile.json --job $D/job-$run.json \
+		--plan "$W/plan-$run" --host vm $R/telemetry-$run.csv \
+		-o "$W/again.json" --quiet >"$W/quiet.out" 2>&1
+	if cmp -s "$W/again.json" "$W/profile-$run.json" && [ ! -s "$W/quiet.out" ]
+	then ok; else bad "cal-$run: a second run differs, or --quiet printed"; fi
+	# ambient_c and r_c_per_w are the profile's
+	if [ "$(grep -E '"(ambient_c|r_c_per_w)"' "$W/profile-$run.json")" = \
+	     "$(grep -E '"(ambient_c|r_c_per_w)"' $R/profile.json)" ]; then ok
+	else bad "cal-$run: the thermal fit changed"; fi
+done
+
+# ---- across runs ------------------------------------------------------------------
+# identity -> thermal: thermap's plan with the identity run's calibration;
+# thermal -> identity: the identity plan with the thermal run's
+expect 0 cross-it "$T" plan $CL --profile "$W/profile-identity.json" \
+	--job $D/job-identity.json -o "$W/pred-thermal" --quiet
+expect 0 cross-it0 "$T" plan $CL --profile $R/profile.json \
+	--job $D/job-identity.json -o "$W/pred0-thermal" --quiet
+expect 0 cross-ti "$T" plan $CL --profile "$W/profile-thermal.json" \
+	--job $D/job-thermal.json --policy policies/identity.json \
+	-o "$W/pred-identity" --quiet
+expect 0 cross-ti0 "$T" plan $CL --profile $R/profile.json \
+	--job $D/job-thermal.json --policy policies/identity.json \
+	-o "$W/pred0-identity" --quiet
+if [ "$(ranks "$W/pred-thermal/plan.json")" = "$(ranks $R/plan/plan.json)" ]; then ok
+else bad "with the identity run's calibration thermap places the ranks elsewhere than the thermal run did"; fi
+expect 0 check-it "$T" check $CL --job $D/job-identity.json --plan "$W/pred-thermal" \
+	--profile "$W/profile-identity.json"
+expect 0 check-ti "$T" check $CL --job $D/job-thermal.json --plan "$W/pred-identity" \
+	--profile "$W/profile-thermal.json"
+
+# per rank: GPU, measured, predicted before and after calibration, errors
+cross() {  # NAME FROM TO
+	echo "$2 run calibrates, $3 run measures (plan: the $3 placement)"
+	echo "rank GPU  measured  before   err   after   err"
+	# by GPU: the measured means, then each plan's prediction
+	measured "$W/profile-$3.json" >"$W/m.txt"
+	predicted "$W/pred0-$3/plan.json" | awk '{ print $2, $1, $3 }' |
+		sort -n >"$W/b.txt"
+	predicted "$W/pred-$3/plan.json" | awk '{ print $2, $3 }' |
+		sort -n >"$W/a.txt"
+	join "$W/m.txt" "$W/b.txt" | join - "$W/a.txt" | sort -k3n |
+	awk -v bound=$BOUND_C '
+	{ eb = $4 - $2; ea = $5 - $2; sb += (eb < 0 ? -eb : eb); sa += (ea < 0 ? -ea : ea)
+	  if ((ea < 0 ? -ea : ea) > mx) mx = (ea < 0 ? -ea : ea)
+	  printf "%4d vm:%d %8.2f %7.2f %+5.2f %7.2f %+5.2f\n", $3, $1, $2, $4, eb, $5, ea; n++ }
+	END { printf "mean absolute error: before %.2f, after %.2f; largest after %.2f (bound %.1f) C\n", sb / n, sa / n, mx, bound
+	      if (n != 4 || mx > bound) exit 1 }'
+}
+for d in identity:thermal thermal:identity; do
+	name=cross-${d%%:*}-${d#*:}.txt
+	if cross "$name" "${d%%:*}" "${d#*:}" >"$W/$name"; then ok
+	else bad "$name: a GPU is predicted more than $BOUND_C C off (or a rank is missing):"
+		cat "$W/$name"; fi
+	pinned "$name"
+done
+
+# ---- the command line and bad inputs -------------------------------------------------
+"$T" calibrate --help | grep -oE -- '--[a-z-]+' | sort -u | while read -r o; do
+	grep -qF -- "$o" docs/thermap.1 || echo "calibrate $o"
+done >"$W/missing"
+if [ -s "$W/missing" ]; then bad "man page lacks: $(cat "$W/missing")"; else ok; fi
+if "$T" --help | grep -q 'calibrate'; then ok; else bad "thermap --help does not list calibrate"; fi
+A="$CL --profile $R/profile.json --job $D/job-identity.json"
+expect 2 no-plan "$T" calibrate $A --host vm $R/telemetry-identity.csv -o "$W/x.json"
+one_line no-plan "calibrate needs --plan DIR"
+expect 2 no-tele "$T" calibrate $A --plan "$W/plan-identity" -o "$W/x.json"
+expect 2 no-out "$T" calibrate $A --plan "$W/plan-identity" --host vm $R/telemetry-identity.csv
+expect 2 bad-opt "$T" calibrate $A --plan "$W/plan-identity" --hots vm $R/telemetry-identity.csv -o "$W/x.json"
+expect 2 bad-from "$T" calibrate $A --plan "$W/plan-identity" --from yesterday $R/telemetry-identity.csv -o "$W/x.json"
+# the file name is the host when --host is not given: no GPU of host vm
+expect 4 no-host "$T" calibrate $A --plan "$W/plan-identity" $R/telemetry-identity.csv -o "$W/x.json"
+one_line no-host "give --host vm"
+# the uniform-load recording is no run of this plan: nothing settled in a
+# window before the burn, and the burn's GPUs are all one thing
+expect 4 empty-window "$T" calibrate $A --plan "$W/plan-identity" --host vm \
+	--to +5 $R/telemetry-identity.csv -o "$W/x.json"
+one_line empty-window "none of them settled in the job"
+expect 4 not-a-plan "$T" calibrate $A --plan $R/logs-identity --host vm $R/telemetry-identity.csv -o "$W/x.json"
+one_line not-a-plan "logs-identity/plan.json: missing"
+expect 4 other-job "$T" calibrate $CL --profile $R/profile.json \
+	--job fixtures/nanogpt-h100x8/job-pp8.json --plan "$W/plan-identity" --host vm \
+	$R/telemetry-identity.csv -o "$W/x.json"
+one_line other-job "plan.json: 4 ranks; fixtures/nanogpt-h100x8/job-pp8.json has 8"
+# a cluster where GPU 2 has another UUID: rank 2's GPU is not in it
+sed 's/GPU-c0000002-0000-4000-8000-000000000002/GPU-d0000002-0000-4000-8000-000000000002/' \
+	$R/cluster.json >"$W/cluster-other.json"
+expect 4 other-cluster "$T" calibrate --cluster "$W/cluster-other.json" \
+	--profile $R/profile.json --job $D/job-identity.json --plan "$W/plan-identity" \
+	--host vm $R/telemetry-identity.csv -o "$W/x.json"
+one_line other-cluster "ranks[2]: GPU vm:2 GPU-c0000002-0000-4000-8000-000000000002 is not in"
+expect 4 json-tele "$T" calibrate $A --plan "$W/plan-identity" --host vm $R/job.json -o "$W/x.json"
+if [ ! -e "$W/x.json" ]; then ok; else bad "an error wrote $W/x.json"; fi
+
+printf 'calibrate: %d passed, %d failed\n' "$pass" "$fail"
+[ "$fail" = 0 ]
