@@ -24,10 +24,17 @@ typedef struct row {
 	double model_ms;     /* the model's prediction (plan.json) */
 	tm_sim sim;          /* the simulator's, with feedback */
 	int moved;           /* ranks not on their identity GPU */
+	int verdict;         /* the evidence rule's (enum tm_verdict) */
+	char *reason;        /* and its reason, when it kept torchrun's */
 	char *layers;        /* "17 15" when the policy changed them */
 	int *flat;           /* rank → GPU, NULL after a failure */
 	const tm_problem *pb;/* the run's problem, while the run lives */
 } row;
+
+static const char *const verdict_name[] = {
+	[TM_VERDICT_NONE] = "none", [TM_VERDICT_SAME] = "same",
+	[TM_VERDICT_MOVE] = "move", [TM_VERDICT_KEEP] = "keep",
+};
 
 static double gain(double t, double t0)
 {
@@ -87,6 +94,9 @@ static void run_row(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	w->gap = run->sol.gap;
 	w->model_ms = run->sol.ev.iteration_ms;
 	w->moved = run->sol.ev.moves;
+	w->verdict = run->sol.rule.verdict;
+	if (w->verdict == TM_VERDICT_KEEP)
+		w->reason = xstrdup(run->sol.rule.reason);
 	if (tm_simulate(run->pb, w->flat, true, &w->sim) < 0) {
 		w->rc = TM_EINPUT;
 		snprintf(w->error, sizeof w->error, "the simulator cannot play "
@@ -105,6 +115,7 @@ static void run_row(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 static void row_free(row *w)
 {
 	tm_sim_free(&w->sim);
+	free(w->reason);
 	free(w->layers);
 	free(w->flat);
 }
@@ -144,14 +155,14 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 	if (fmt == F_CSV) {
 		sb_add(b, "policy,method,status,gap,model_ms,iteration_ms,"
 		       "gain_pct,tokens_per_s,peak_temp_c,throttle_ms,energy_j,"
-		       "bubble_pct,moved_ranks,layers,converged,error\n");
+		       "bubble_pct,moved_ranks,decision,layers,converged,error\n");
 		for (int i = 0; i < n; i++) {
 			const row *r = &w[i];
 			csv_str(b, r->pol->name);
 			sb_addf(b, ",%s,%s,", tm_method_name(r->pol->method),
 			        r->status);
 			if (r->rc) {
-				sb_add(b, ",,,,,,,,,,,,");
+				sb_add(b, ",,,,,,,,,,,,,");
 				csv_str(b, r->error);
 				sb_add(b, "\n");
 				continue;
@@ -163,10 +174,10 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 			if (tok)
 				sb_addf(b, "%.1f", j->tokens_per_iteration /
 				        r->sim.iteration_ms * 1e3);
-			sb_addf(b, ",%.2f,%.3f,%.2f,%.2f,%d,%s,%s,\n",
+			sb_addf(b, ",%.2f,%.3f,%.2f,%.2f,%d,%s,%s,%s,\n",
 			        r->sim.peak_temp_c, r->sim.throttle_total_ms,
 			        r->sim.energy_j, r->sim.bubble * 100, r->moved,
-			        r->layers ? r->layers : "",
+			        verdict_name[r->verdict], r->layers ? r->layers : "",
 			        r->sim.converged ? "true" : "false");
 		}
 		return;
@@ -234,7 +245,10 @@ static void notes(strbuf *b, int fmt, const row *w, int n, const tm_sim *id)
 		if (w[i].rc)
 			sb_addf(b, "%s%s: %s\n", fmt == F_MARKDOWN ? "- " : "",
 			        w[i].pol->name, w[i].error);
-		else if (!w[i].sim.converged)
+		else if (w[i].reason)
+			sb_addf(b, "%s%s: %s\n", fmt == F_MARKDOWN ? "- " : "",
+			        w[i].pol->name, w[i].reason);
+		if (!w[i].rc && !w[i].sim.converged)
 			unconv = true;
 	}
 	if (unconv)
@@ -271,6 +285,7 @@ static void json_rows(jw *w, const tm_job *j, const row *r, int n,
 		jw_num(w, "energy_j", x->sim.energy_j, 2);
 		jw_num(w, "bubble", x->sim.bubble, 4);
 		jw_int(w, "moved_ranks", x->moved);
+		jw_str(w, "decision", verdict_name[x->verdict]);
 		jw_bool(w, "converged", x->sim.converged);
 		if (x->layers)
 			jw_str(w, "layers", x->layers);
@@ -511,13 +526,17 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 		char *filled = NULL;
 		int nf;
 		/* a window of a long run is often all load: its GPUs' idle
-		 * level comes from the whole recording */
+		 * level comes from the whole recording, and so does the load
+		 * level of a GPU the window never saw at full load (as replan's
+		 * --baseline does), so that every window can be planned */
 		if (!tm_profile_from_telemetry(in, nin, &wo, &text, &summ, &e))
-			filled = tm_profile_fill(text, full, true, &nf);
+			filled = tm_profile_fill(text, full, false, &nf);
 		if (!filled || tm_profile_loadb(name, filled, strlen(filled),
 		                                &prof[k], &e)) {
 			why[k] = xstrdup(e.msg);
 		} else {
+			/* reading the recording said what its GPUs lack */
+			prof[k]->quiet_join = true;
 			/* a window the model cannot use (no loaded samples, say) */
 			tm_problem *pb = NULL;
 			if (tm_problem_new(c, prof[k], j, pols[0], allow, &pb, &e)) {

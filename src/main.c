@@ -2,6 +2,7 @@
  * main.c — the thermap program: command-line parsing, messages and exit
  * codes around libthermap. Nothing here decides a placement.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,9 +214,21 @@ static const char usage_check[] =
 "                       replaces this plan and that its moves are from it\n"
 "  --help               this text\n";
 
+/* Prints a warning once: commands that build many problems from one
+ * input (compare, replan) would repeat the same line. */
 static void on_warn(void *ud, const char *msg)
 {
+	static uint64_t seen[256];
+	static int nseen;
+	uint64_t h = 1469598103934665603ull;
 	(void)ud;
+	for (const char *c = msg; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	for (int i = 0; i < nseen; i++)
+		if (seen[i] == h)
+			return;
+	if (nseen < 256)
+		seen[nseen++] = h;
 	fprintf(stderr, "thermap: warning: %s\n", msg);
 }
 

@@ -207,7 +207,8 @@ static tm_policy *policy_new(const char *file)
 	p->time_limit_s = 10;
 	p->evidence = true;
 	p->min_gain.time_pct = p->min_gain.peak_c = 0;
-	p->exchange_c_per_pct = NAN;
+	/* a policy that says nothing trades as the default policy does */
+	p->exchange_c_per_pct = 1.0;
 	return p;
 }
 

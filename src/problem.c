@@ -162,7 +162,7 @@ static int match(const tm_gpu *g, const tm_gpu_profile *e)
  * measured on that physical GPU. */
 static void join_report(tm_problem *pb, const tm_profile *p, const int *used)
 {
-	int unmatched = 0, first = -1, weak = 0, wfirst = -1;
+	int unmatched = 0, first = -1, weak = 0, wfirst = -1, blind = 0;
 	const char *other = NULL;
 	bool host_known = false;
 
@@ -191,23 +191,40 @@ static void join_report(tm_problem *pb, const tm_profile *p, const int *used)
 		        "the cluster names it", p->file, other, pb->c->file,
 		        pb->c->file, pb->c->nodes[0].host, pb->nhost > 1 ?
 		        " and more" : "");
+	/* a GPU whose UUID the cluster knows, joined to an entry that does
+	 * not name it: warned; where the cluster knows no UUID either (a
+	 * topo -m text), a note says the same */
 	for (int g = 0; g < pb->ngpu; g++) {
 		int e = pb->prof[g];
-		if (e >= 0 && !p->gpus[e].uuid && !weak++)
+		const tm_gpu *gpu = &pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]];
+		if (e < 0 || p->gpus[e].uuid)
+			continue;
+		if (!gpu->uuid) {
+			blind++;
+			continue;
+		}
+		if (!weak++)
 			wfirst = g;
 	}
+	if (blind)
+		tm_problem_note(pb, "%d GPU(s) were joined to profile entries by "
+		                "host and PCI bus id or index, neither side naming "
+		                "a UUID: the profile may describe other physical "
+		                "GPUs", blind);
 	if (weak) {
 		const tm_node *n = &pb->c->nodes[pb->gpu_host[wfirst]];
 		bool pci = p->gpus[pb->prof[wfirst]].pci_bus_id != NULL;
-		tm_warn("%s: %d entr%s name no GPU UUID and %s joined by host and "
-		        "%s only (first: host %s GPU %d): nothing shows %s measured "
-		        "on these physical GPUs, and a profile of another machine "
-		        "with the same %s would join the same way; log uuid with "
-		        "the telemetry", p->file, weak, weak == 1 ? "y" : "ies",
-		        weak == 1 ? "is" : "are", pci ? "PCI bus id" : "index",
-		        n->host, n->gpus[pb->gpu_pos[wfirst]].index,
-		        weak == 1 ? "it was" : "they were",
-		        pci ? "bus ids" : "indexes");
+		if (!p->quiet_join)
+			tm_warn("%s: %d entr%s name no GPU UUID and %s joined by "
+			        "host and %s only (first: host %s GPU %d): nothing "
+			        "shows %s measured on these physical GPUs, and a "
+			        "profile of another machine with the same %s would "
+			        "join the same way; log uuid with the telemetry",
+			        p->file, weak, weak == 1 ? "y" : "ies",
+			        weak == 1 ? "is" : "are", pci ? "PCI bus id" : "index",
+			        n->host, n->gpus[pb->gpu_pos[wfirst]].index,
+			        weak == 1 ? "it was" : "they were",
+			        pci ? "bus ids" : "indexes");
 		tm_problem_note(pb, "%d GPU(s) were joined to profile entries "
 		                "without a UUID (by host and %s): the profile may "
 		                "describe other physical GPUs", weak,

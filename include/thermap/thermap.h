@@ -143,6 +143,9 @@ typedef struct tm_profile {
 	tm_gpu_profile *gpus;   /* entries in file order */
 	char sha256[72];        /* "sha256:<hex>" of the file bytes */
 	char *file;             /* file name */
+	bool quiet_join;        /* the planner does not warn about entries
+	                           joined without a UUID (its notes still say
+	                           so): the telemetry reader already did */
 } tm_profile;
 
 int tm_profile_load(const char *file, tm_profile **out, tm_error *err);

@@ -73,7 +73,7 @@ ranks() {
 }
 # "rank gpu predicted_temp_c" lines of a plan.json
 predicted() {
-	sed -n 's/.*{"rank": \([0-9]*\),.*"gpu_index": \([0-9]*\),.*"predicted_temp_c": \([-0-9.]*\)}.*/\1 \2 \3/p' "$1"
+	sed -n 's/.*{"rank": \([0-9]*\),.*"gpu_index": \([0-9]*\),.*"predicted_temp_c": \([-0-9.]*\)[,}].*/\1 \2 \3/p' "$1"
 }
 # "gpu measured_temp" lines, in GPU order, from a calibrated profile:
 # its temp_fit_sd_c line says at what power and temperature the GPU ran

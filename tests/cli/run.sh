@@ -210,9 +210,11 @@ t profile-window-order 2 "thermap: --to is before --from
 Try 'thermap profile --help'." -- profile --from +50 --to +10 $R
 t profile-missing 4 "thermap: error: $W/nope.csv: cannot open: No such file or directory" -- profile "$W/nope.csv"
 # stdout by default; the same bytes through -o; no temporary file left
-t profile-stdout 0 "" -- profile --host h200x4-a $R
+# the recording logged no UUID: thermap says what that leaves unproven
+NOUUID_R="thermap: warning: $R: no GPU UUID: its GPUs are known by host and PCI bus id only, so a profile of another machine with the same bus ids would match them too, while a profile belongs to a physical GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)"
+t profile-stdout 0 "$NOUUID_R" -- profile --host h200x4-a $R
 cp "$W/out" "$W/p-stdout.json"
-t profile-out 0 "" -- profile --host h200x4-a $R -o "$W/p.json" --quiet
+t profile-out 0 "$NOUUID_R" -- profile --host h200x4-a $R -o "$W/p.json" --quiet
 if cmp -s "$W/p.json" "$W/p-stdout.json"; then ok; else bad "profile: -o and stdout differ"; fi
 if [ -z "$(ls "$W" | grep '\.tmp\.')" ]; then ok; else bad "profile left a temporary file"; fi
 # stdin
@@ -223,24 +225,27 @@ echo keep >"$W/keep.json"
 t profile-keep 4 - -- profile "$W/nope.csv" -o "$W/keep.json"
 has profile-kept "$W/keep.json" "keep"
 # the planner takes the profile as written, joining by PCI bus id
-t profile-then-plan 0 "" -- plan --cluster $F/cluster.json --profile "$W/p.json" --job $F/job-pp2-dp2.json -o "$W/pp" --quiet
+t profile-then-plan 0 "thermap: warning: $W/p.json: 4 entries name no GPU UUID and are joined by host and PCI bus id only (first: host h200x4-a GPU 0): nothing shows they were measured on these physical GPUs, and a profile of another machine with the same bus ids would join the same way; log uuid with the telemetry" -- plan --cluster $F/cluster.json --profile "$W/p.json" --job $F/job-pp2-dp2.json -o "$W/pp" --quiet
 # no header: --fields names the columns; two hosts (from --host and from the
 # file name) go into one profile
 tail -n +2 $R | head -400 >"$W/noheader.csv"
 t profile-noheader 4 "thermap: error: $W/noheader.csv:1: no header line; name the columns with --fields (the --query-gpu list)" -- profile --host a "$W/noheader.csv"
 cp "$W/noheader.csv" "$W/gpu-b7.csv"
-t profile-fields 0 "" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" --host node-a "$W/noheader.csv" --host node-b "$W/gpu-b7.csv" -o "$W/two.json" --json-summary
+t profile-fields 0 "thermap: warning: $W/noheader.csv: no GPU UUID: its GPUs are known by host and PCI bus id only, so a profile of another machine with the same bus ids would match them too, while a profile belongs to a physical GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)
+thermap: warning: $W/gpu-b7.csv: no GPU UUID: its GPUs are known by host and PCI bus id only, so a profile of another machine with the same bus ids would match them too, while a profile belongs to a physical GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" --host node-a "$W/noheader.csv" --host node-b "$W/gpu-b7.csv" -o "$W/two.json" --json-summary
 has profile-two-hosts-a "$W/two.json" '"host": "node-a"'
 has profile-two-hosts-b "$W/two.json" '"host": "node-b"'
 if [ "$(grep -c '"host"' "$W/two.json")" = 8 ]; then ok; else bad "profile: expected 8 GPU entries over two hosts"; fi
 # --host applies to the files after it: gpu-b7.csv is node-b here
 if grep -q '"host": "gpu-b7"' "$W/two.json"; then bad "profile: --host did not apply to the files after it"; else ok; fi
 # the same GPUs read twice go backwards in time: refused
-t profile-twice 4 "thermap: error: $W/gpu-b7.csv:1: time goes backwards for GPU node-b 0000:00:06.0 (51.578 s before its previous sample)" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" --host node-b "$W/noheader.csv" "$W/gpu-b7.csv"
-t profile-filename-host 0 "" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" "$W/gpu-b7.csv"
+t profile-twice 4 "thermap: warning: $W/noheader.csv: no GPU UUID: its GPUs are known by host and PCI bus id only, so a profile of another machine with the same bus ids would match them too, while a profile belongs to a physical GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)
+thermap: error: $W/gpu-b7.csv:1: time goes backwards for GPU node-b 0000:00:06.0 (51.578 s before its previous sample)" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" --host node-b "$W/noheader.csv" "$W/gpu-b7.csv"
+t profile-filename-host 0 "thermap: warning: $W/gpu-b7.csv: no --host and no Hostname label: its GPUs are taken to be on host \"gpu-b7\", from the file's name; give the host with --host NAME before the file
+thermap: warning: $W/gpu-b7.csv: no GPU UUID: its GPUs are known by host and PCI bus id only, so a profile of another machine with the same bus ids would match them too, while a profile belongs to a physical GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)" -- profile --fields "timestamp,index,pci.bus_id,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.mem,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,clocks_event_reasons.sw_thermal_slowdown,clocks_event_reasons.hw_thermal_slowdown,clocks_event_reasons.sw_power_cap,clocks_event_reasons.hw_slowdown,temperature.gpu.tlimit" "$W/gpu-b7.csv"
 has profile-filename-host-out "$W/out" '"host": "gpu-b7"'
 # an absolute window in the log's own time format
-t profile-window 0 "" -- profile --host h200x4-a --from "2026/11/21 12:16:00" --to "2026-11-21T12:18:00Z" $R -o "$W/w.json" --json-summary
+t profile-window 0 "$NOUUID_R" -- profile --host h200x4-a --from "2026/11/21 12:16:00" --to "2026-11-21T12:18:00Z" $R -o "$W/w.json" --json-summary
 has profile-window-skips "$W/out" '"outside_window"'
 
 # ---- topo --------------------------------------------------------------------

@@ -138,8 +138,14 @@ policy "$W/capped.json" ilp true 67.2 6
 derates() {  # derates IN OUT D1 D2 ...: the i-th "derate" becomes Di
 	in=$1 out=$2
 	shift 2
+	# each a real slowdown (basis "thermal"), known exactly
 	awk -v list="$*" 'BEGIN { n = split(list, d, " ") }
-		/"derate":/ { i++; sub(/"derate": [0-9.]+/, "\"derate\": " d[i] ", \"derate_sd\": 0, \"derate_basis\": \"thermal\"") } { print }' "$in" >"$out"
+		/"derate_sd":/ { sub(/"derate_sd": [0-9.]+/, "\"derate_sd\": 0") }
+		/"derate_basis":/ { sub(/"derate_basis": "[a-z-]+"/, "\"derate_basis\": \"thermal\"") }
+		/"derate":/ { i++; r = "\"derate\": " d[i]
+			if (!has) r = r ", \"derate_sd\": 0, \"derate_basis\": \"thermal\""
+			sub(/"derate": [0-9.]+/, r) }
+		{ print }' has="$(grep -c '"derate_basis"' "$in")" "$in" >"$out"
 }
 derates $F/profile.json "$W/h200-derate.json" 1.0 1.03 1.0 1.05
 derates $D/dgx1-profile.json "$W/dgx1-derate.json" 1.0 1.04 1.0 1.02 1.07 1.0 1.01 1.03
