@@ -77,6 +77,7 @@ check: all $(TEST_BIN) $(B)/gen_cluster
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
+	@THERMAP=$(B)/thermap sh tests/real/duty.sh
 	@THERMAP=$(B)/thermap sh tests/lp/run.sh
 	@THERMAP=$(B)/thermap sh tests/compare/run.sh
 	@THERMAP=$(B)/thermap sh tests/replan/run.sh
@@ -94,6 +95,7 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh
+	@THERMAP=build-san/thermap sh tests/real/duty.sh
 	@THERMAP=build-san/thermap sh tests/lp/run.sh
 	@THERMAP=build-san/thermap sh tests/compare/run.sh
 	@THERMAP=build-san/thermap sh tests/replan/run.sh
