@@ -220,8 +220,9 @@ rm -rf "$W"/k.tmp-*
 
 # ---- the example loop, with stand-ins for torchrun and nvidia-smi ------------
 # torchrun "trains" by doing nothing; nvidia-smi -f FILE writes the real
-# recording; one round profiles it and replans a plan made from the whole
-# recording: the same picture, so the plan stays
+# recording; one round calibrates the profile on it (as the plan that ran
+# measured it) and replans with the calibrated profile: the same picture,
+# so the plan stays
 mkdir -p "$W/bin"
 # (torchrun "trains" until the logger has started writing: a real round
 # lasts long enough for that)
@@ -242,6 +243,11 @@ if [ $rc = 0 ] && grep -q 'round 1: keeping the plan' "$W/loop.out" &&
    grep -q -- '--node-rank=0 --rdzv-backend=static' "$W/torchrun.log" &&
    grep -q '"decision": "keep"' "$W/loop.history/decision-1.json"; then ok
 else bad "the example loop (exit $rc): $(tail -5 "$W/loop.out")"; fi
+# the round calibrated: its table, and a profile whose fitted fields say
+# where they came from
+if [ -s "$W/loop.history/calibrate-1.txt" ] &&
+   grep -q '"calibrated"' "$W/loop.history/profile-1.json"; then ok
+else bad "the example loop did not calibrate: $(cat "$W/loop.history/calibrate-1.txt" 2>&1 | tail -3)"; fi
 
 # ---- errors -------------------------------------------------------------------
 # shellcheck disable=SC2086
