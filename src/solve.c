@@ -523,6 +523,23 @@ static void greedy_finish(const tm_problem *pb, int *flat)
 		balance_replicas(pb, flat);
 }
 
+/* Completes alt (local search, replica balancing) and takes it into flat
+ * when flat has no placement yet (ok false) or alt is better; returns
+ * whether flat has one. */
+static bool finish_better(const tm_problem *pb, int *alt, int *flat, bool ok)
+{
+	tm_eval ea, eb;
+	greedy_finish(pb, alt);
+	tm_eval_flat(pb, alt, 0, &ea);
+	if (ok)
+		tm_eval_flat(pb, flat, 0, &eb);
+	if (!ok || tm_eval_better(pb, &ea, &eb)) {
+		memcpy(flat, alt, sizeof(int) * (size_t)pb->nranks);
+		ok = true;
+	}
+	return ok;
+}
+
 int tm_solve_greedy(const tm_problem *pb, int *flat)
 {
 	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
@@ -572,17 +589,8 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 	/* with network groups: also group by group, and keep the better */
 	if (group_hosts(pb, hosts)) {
 		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
-		tm_eval ea, eb;
-		if (place_nodes(pb, nodes, hosts, alt)) {
-			greedy_finish(pb, alt);
-			tm_eval_flat(pb, alt, 0, &ea);
-			if (ok)
-				tm_eval_flat(pb, flat, 0, &eb);
-			if (!ok || tm_eval_better(pb, &ea, &eb)) {
-				memcpy(flat, alt, sizeof(int) * (size_t)pb->nranks);
-				ok = true;
-			}
-		}
+		if (place_nodes(pb, nodes, hosts, alt))
+			ok = finish_better(pb, alt, flat, ok);
 		free(alt);
 	}
 	/* torchrun's placement, improved by the same swaps, when it comes out
@@ -590,20 +598,12 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 	 * that the placement it would replace does not have */
 	if (pb->nranks <= 1024) {
 		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
-		tm_eval ea, eb;
+		tm_eval ea;
 		char why[256];
 		tm_identity(pb, alt);
 		if (tm_constraints_ok(pb, alt, tm_eval_flat(pb, alt, 0, &ea), why,
-		                      sizeof why)) {
-			greedy_finish(pb, alt);
-			tm_eval_flat(pb, alt, 0, &ea);
-			if (ok)
-				tm_eval_flat(pb, flat, 0, &eb);
-			if (!ok || tm_eval_better(pb, &ea, &eb)) {
-				memcpy(flat, alt, sizeof(int) * (size_t)pb->nranks);
-				ok = true;
-			}
-		}
+		                      sizeof why))
+			ok = finish_better(pb, alt, flat, ok);
 		free(alt);
 	}
 	free(key);
