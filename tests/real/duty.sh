@@ -14,7 +14,8 @@
 #    operating point beside the burn's, which ran into thermal slowdown.
 # The table is pinned (tests/real/expected/duty.txt; --update rewrites
 # it); the fit must hold every loaded phase within BOUND_C. The waiting
-# share it implies is reported, not bounded (docs/real-run.md).
+# share it implies is reported, not bounded (docs/real-run.md). Last, the
+# 4×H200 recording's asymmetric phase, predicted the same way.
 # THERMAP names the binary (default build/thermap).
 set -u
 T=${THERMAP:-build/thermap}
@@ -90,6 +91,42 @@ else bad "the burn's profile has no fit"; fi
 		}
 	}' $R/phases-0.jsonl $R/telemetry.csv
 } >"$W/table"
+# The same test on the 4×H200 recording (fixtures/h200x4-a): profiled on
+# its idle and all-load part (to +174 s), held against its asymmetric
+# phase, GPUs 0 and 3 at full load, 1 and 2 busy 40 % of each second (the
+# last 30 s of it, +261 to +290 s): power predicted from the duty, and
+# temperature from that power.
+H=fixtures/h200x4-a
+"$T" profile --host h200x4-a --to +174 $H/telemetry.csv -o "$W/h200.json" \
+	--quiet 2>/dev/null
+awk '/"index":/ { gsub(/[^0-9]/, "", $2); i = $2 }
+     /"power_idle_w":/ { gsub(/[^0-9.]/, "", $2); pi[i] = $2 }
+     /"power_load_w":/ { gsub(/[^0-9.]/, "", $2); pl[i] = $2 }
+     /"ambient_c":/ { gsub(/[^0-9.]/, "", $2); a[i] = $2 }
+     /"r_c_per_w":/ { gsub(/[^0-9.]/, "", $2); print i, pi[i], pl[i], a[i], $2 }' \
+	"$W/h200.json" >"$W/h200.fit"
+{
+	echo "4xH200 recording, asymmetric phase (+261 to +290 s), profiled on its idle and all-load part"
+	echo "GPU  busy  measured W  model W  measured °C  model °C  error °C"
+	awk -F', ' 'FNR == NR { split($0, f, " ")
+		pi[f[1]] = f[2]; pl[f[1]] = f[3]; a[f[1]] = f[4]; r[f[1]] = f[5]; next }
+	FNR > 1 && NF >= 6 {
+		split($1, dt, " "); split(dt[2], hms, ":")
+		t = hms[1] * 3600 + hms[2] * 60 + hms[3]
+		if (t0 == "") t0 = t
+		if (t - t0 >= 261 && t - t0 <= 290) { p[$2] += $6; tc[$2] += $4; n[$2]++ }
+	}
+	END {
+		for (g = 0; g < 4; g++) {
+			d = (g == 1 || g == 2) ? 0.4 : 1
+			pw = pi[g] + 0.45 * (pl[g] - pi[g]); pm = pw + d * (pl[g] - pw)
+			tm = a[g] + r[g] * pm
+			e = sprintf("%+.1f", tm - tc[g] / n[g]); if (e == "-0.0") e = "+0.0"
+			printf "%3d  %4.2f  %10.0f  %7.0f  %11.1f  %8.1f  %8s\n", g, d,
+			       p[g] / n[g], pm, tc[g] / n[g], tm, e
+		}
+	}' "$W/h200.fit" $H/telemetry.csv
+} >>"$W/table"
 if [ "${1:-}" = --update ]; then
 	mkdir -p tests/real/expected
 	cp "$W/table" tests/real/expected/duty.txt
@@ -97,14 +134,21 @@ fi
 if cmp -s "$W/table" tests/real/expected/duty.txt; then ok
 else bad "duty table changed:"; diff tests/real/expected/duty.txt "$W/table"; fi
 # the fit holds every phase that loads the GPU
-if awk -v b=$BOUND_C 'NR > 4 && ($7 > b || $7 < -b) { exit 1 }
-	NR > 4 { n++ } END { exit n != 3 }' "$W/table"; then ok
+if awk -v b=$BOUND_C 'NR > 4 && NR <= 7 && ($7 > b || $7 < -b) { exit 1 }
+	NR > 4 && NR <= 7 { n++ } END { exit n != 3 }' "$W/table"; then ok
 else bad "a loaded phase's temperature is more than $BOUND_C °C from the fit:"; cat "$W/table"; fi
 # the burn ran into thermal slowdown, the job did not, at its own clock
 if [ "$(str "$W/burn.json" derate_basis)" = thermal ] &&
    [ "$(str "$W/train.json" derate_basis)" != thermal ] &&
    [ "$(num "$W/train.json" sm_clock_load_mhz)" -gt "$(num "$W/burn.json" sm_clock_load_mhz)" ]; then ok
 else bad "the burn's and the job's clocks are not what the recording shows"; fi
+
+# the 4×H200 phase: power within 2 %, temperature within the 5 °C the
+# docs report (the chassis warmed under the hot phase: a miss the model
+# owns, docs/real-run.md)
+if awk 'NR > 9 && NF == 7 { n++; dp = ($4 - $3) / $3; if (dp > 0.02 || dp < -0.02 || $7 > 5 || $7 < -5) bad = 1 }
+	END { exit bad || n != 4 }' "$W/table"; then ok
+else bad "the 4xH200 asymmetric phase is off beyond its bounds:"; cat "$W/table"; fi
 
 echo "duty replay: $pass passed, $fail failed"
 [ "$fail" = 0 ]
