@@ -161,7 +161,7 @@ static void test_waiting_power(void **state)
 	/* the uncertainty of the waiting share shows in a light rank's
 	 * temperature, not in a rank that is always busy */
 	assert_true(tm_temp_sd(pb, 0, 0) > tm_temp_sd(pb, 0, 1));
-	assert_true(fabs(tm_temp_sd(pb, 1, 0.5) - hypot(hypot(0.5, 1.2),
+	assert_true(fabs(tm_temp_sd(pb, 1, 0.5) - hypot(hypot(0.5, 1.7),
 	                 0.5 * 0.04 * 10)) < 1e-9);
 	tm_problem_free(pb);
 	tl_free(NULL, pol, j, p, c);

@@ -418,8 +418,12 @@ static void check_line(const tm_replan_result *res, int rc)
 		                            "least_change"), "moved_ranks");
 		double net = num_or(json_object_get(g, "net_time_pct"), NAN);
 		double dp = num_or(json_object_get(g, "peak_c"), NAN);
-		double mt = num_or(json_object_get(m, "time_pct"), INFINITY);
-		double mp = num_or(json_object_get(m, "peak_c"), INFINITY);
+		/* a gain must also beat its uncertainty: the larger of the
+		 * two is the threshold */
+		double mt = fmax(num_or(json_object_get(m, "time_pct"), INFINITY),
+		                 num_or(json_object_get(g, "time_sd_pct"), NAN));
+		double mp = fmax(num_or(json_object_get(m, "peak_c"), INFINITY),
+		                 num_or(json_object_get(g, "peak_sd_c"), NAN));
 		assert_true(isfinite(net) && isfinite(dp));
 		assert_true(json_is_integer(b) && json_is_integer(k));
 		assert_true(json_is_boolean(json_object_get(o, "previous_valid")));
