@@ -65,6 +65,12 @@ static const tcase cases[] = {
 	{ PROFILE, P1 "{\"host\":\"a\"}]}", "FILE: gpus[0]: names no GPU; expected a uuid, a pci_bus_id or an index" },
 	{ PROFILE, P1 "{\"index\":0,\"derate\":0.9}]}", "FILE: gpus[0].derate: 0.9 is out of range; expected a number from 1 to 100" },
 	{ PROFILE, P1 "{\"index\":0,\"r_c_per_w\":-0.1}]}", "FILE: gpus[0].r_c_per_w: -0.1 is out of range; expected a number from 0 to 10" },
+	{ PROFILE, P1 "{\"index\":0,\"derate_basis\":\"fast\"}]}", "FILE: gpus[0].derate_basis: \"fast\": expected \"clock\", \"thermal\", \"power-cap\", \"job\" or \"none\"" },
+	{ PROFILE, P1 "{\"index\":0,\"derate_sd\":-1}]}", "FILE: gpus[0].derate_sd: -1 is out of range; expected a number from 0 to 100" },
+	{ PROFILE, P1 "{\"index\":0,\"estimated\":{\"host\":\"x\"}}]}", "FILE: gpus[0].estimated: \"host\" is not a number field of a profile entry" },
+	{ PROFILE, P1 "{\"index\":0,\"calibrated\":{\"power_wait_w\":3}}]}", "FILE: gpus[0].calibrated: \"power_wait_w\": expected a non-empty string saying how the value was obtained" },
+	{ PROFILE, P1 "{\"index\":0,\"estimated\":[]}]}", "FILE: gpus[0].estimated: expected an object" },
+	{ PROFILE, P1 "{\"index\":0,\"power_load_w\":500,\"power_wait_w\":600}]}", "FILE: gpus[0].power_wait_w: 600.00 W is above power_load_w 500.00 W; a rank that waits draws no more than one that computes" },
 	{ PROFILE, P1 "{\"index\":0,\"temp_load_c\":\"hot\"}]}", "FILE: gpus[0].temp_load_c: expected a number from -50 to 200" },
 	{ PROFILE, P1 "{\"index\":0,\"pci_bus_id\":\"nope\"}]}", "FILE: gpus[0].pci_bus_id: \"nope\" is not a PCI bus id; expected like \"00000000:00:06.0\"" },
 	/* job */
@@ -93,6 +99,10 @@ static const tcase cases[] = {
 	{ POLICY, Q1 "\"method\":\"ilp\",\"constraints\":{\"tp_nvlink\":1}}", "FILE: constraints.tp_nvlink: expected true or false" },
 	{ POLICY, Q1 "\"method\":\"alternating\",\"constraints\":{\"rebalance_layers\":true}}", "FILE: constraints.rebalance_layers: true with method \"alternating\", which sets the layers by its own rule; expected false" },
 	{ POLICY, Q1 "\"method\":\"ilp\",\"solver\":{\"time_limit_s\":0}}", "FILE: solver.time_limit_s: 0 is out of range; expected a number from 0.001 to 1e+06" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"objective\":{\"order\":[\"time\",\"peak_temp\",\"wear\",\"moves\",\"time\"]}}", "FILE: objective.order: expected 1 to 4 criteria from \"time\", \"peak_temp\", \"wear\", \"moves\"" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"decision\":{\"min_gain\":\"1x\"}}", "FILE: decision.min_gain: \"1x\": expected a least gain like \"1%\", \"2C\", \"1%,2C\" or \"0\"" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"decision\":{\"exchange_c_per_pct\":-1}}", "FILE: decision.exchange_c_per_pct: -1 is out of range; expected a number from 0 to 1000" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"decision\":{\"evidence\":\"yes\"}}", "FILE: decision.evidence: expected true or false" },
 };
 
 static char tmpdir[64];
