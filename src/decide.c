@@ -232,8 +232,10 @@ void tm_decide(const tm_problem *pb, tm_solution *sol)
 		R->verdict = TM_VERDICT_MOVE;
 		R->ref_breaks = true;
 		tm_gain_of(pb, ref, best, &R->gain);
-		sb_addf(&b, "moved: torchrun's placement breaks the policy (%s)",
-		        why);
+		/* what keeping the policy costs, or buys, against it */
+		sb_addf(&b, "moved: torchrun's placement breaks the policy (%s); "
+		        "against it this plan is ", why);
+		tm_gain_text(&R->gain, &b);
 		goto done;
 	}
 	tm_gain_of(pb, ref, best, &R->gain);

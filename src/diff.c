@@ -112,7 +112,9 @@ static void derive_why(const tm_plan_rank *o, const tm_plan_rank *n,
 	sb_addf(b, "stage %d", o->coord[TM_PP]);
 	if (isfinite(o->temp) && isfinite(n->temp))
 		sb_addf(b, ": predicted %.1f °C on the old GPU, %.1f °C on the "
-		        "new", o->temp, n->temp);
+		        "new (%.1f °C %s)", o->temp, n->temp,
+		        fabs(n->temp - o->temp), n->temp <= o->temp ? "cooler" :
+		        "hotter");
 	if (freed)
 		sb_add(b, "; the old GPU is not used by the new plan");
 }

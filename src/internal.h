@@ -166,6 +166,8 @@ struct tm_problem {
 	                         and moves last when it does not name them */
 	int crit[TM_MAX_CRIT];/* enum tm_crit, lexicographic */
 	bool uniform_derate;  /* every GPU has the same derate */
+	bool uniform_links;   /* every pair of GPUs in a host has the same
+	                         bandwidth, and there is one host */
 	char **notes;         /* assumptions the plan must state */
 	int nnotes;           /* number of notes */
 };

@@ -144,6 +144,32 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 		sb_add(b, " °C)");
 		free(hall);
 	}
+	if (!pb->uniform_links) {
+		/* links differ: say what carries the stage's activations on */
+		for (int k = 0; k < pb->nhops; k++) {
+			const tm_hop *hp = &pb->hops[k];
+			const int *a, *z;
+			int ga, gz;
+			char name[16];
+			if (hp->from != s)
+				continue;
+			a = &pb->inst_rank[hp->from * pb->nmember];
+			z = &pb->inst_rank[hp->to * pb->nmember];
+			ga = flat[a[0]];
+			gz = flat[z[0]];
+			if (pb->gpu_host[ga] != pb->gpu_host[gz]) {
+				sb_addf(b, ", to stage %d over the network (%.1f GB/s)",
+				        hp->to, tm_bw(pb, ga, gz));
+			} else {
+				const tm_node *nd = &pb->c->nodes[pb->gpu_host[ga]];
+				int i = pb->gpu_pos[ga] * nd->ngpus + pb->gpu_pos[gz];
+				sb_addf(b, ", to stage %d over %s (%.1f GB/s)", hp->to,
+				        tm_link_name(nd->link[i], nd->nv[i], name),
+				        tm_bw(pb, ga, gz));
+			}
+			break;
+		}
+	}
 	if (!pb->uniform_derate) {
 		/* speeds differ somewhere: say what this stage runs at */
 		double d = 1, sd = 0;

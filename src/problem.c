@@ -676,6 +676,13 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	}
 	network(pb);
 	ranks(pb);
+	pb->uniform_links = pb->nhost == 1;
+	for (int h = 0; h < pb->nhost && pb->uniform_links; h++) {
+		const tm_node *n = &c->nodes[h];
+		for (int i = 0; i < n->ngpus * n->ngpus; i++)
+			if (i / n->ngpus != i % n->ngpus && n->bw[i] != n->bw[1])
+				pb->uniform_links = false;
+	}
 	pb->ref_gpu = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	tm_identity(pb, pb->ref_gpu);
 	pb->ncrit = 0;

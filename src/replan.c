@@ -442,15 +442,22 @@ static void move_why(const replan *R, int r, strbuf *b)
 		heavier += pb->work[q] > pb->work[s] * (1 + 1e-9);
 	gpu_name(pb, o, a, sizeof a);
 	gpu_name(pb, g, z, sizeof z);
-	sb_addf(b, "gain: stage %d", s);
-	if (heavier)
-		sb_addf(b, " (%d stage(s) do more work)", heavier);
-	else
-		sb_add(b, ", the heaviest,");
-	sb_addf(b, " %s → %s: derate %.3f → %.3f, predicted %.1f → %.1f °C",
-	        a, z, pb->derate[o], pb->derate[g],
-	        tm_rank_temp(pb, r, o, R->from_ev.iteration_ms),
-	        tm_rank_temp(pb, r, g, R->best_ev.iteration_ms));
+	{
+		double t0 = tm_rank_temp(pb, r, o, R->from_ev.iteration_ms);
+		double t1 = tm_rank_temp(pb, r, g, R->best_ev.iteration_ms);
+		/* what this rank's move does, then what the plan buys with it:
+		 * a rank may run hotter in a plan that is cooler at its peak */
+		sb_addf(b, "move: stage %d", s);
+		if (heavier)
+			sb_addf(b, " (%d stage(s) do more work)", heavier);
+		else
+			sb_add(b, ", the heaviest,");
+		sb_addf(b, " %s → %s: derate %.3f → %.3f, predicted %.1f → %.1f "
+		        "°C (%.1f °C %s); the plan: ", a, z, pb->derate[o],
+		        pb->derate[g], t0, t1, fabs(t1 - t0),
+		        t1 <= t0 ? "cooler" : "hotter");
+		tm_gain_text(&R->g, b);
+	}
 }
 
 static void write_min_gain(jw *w, const tm_min_gain *mg)

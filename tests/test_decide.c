@@ -315,6 +315,39 @@ static void test_trade(void **state)
 	tl_free(NULL, pol, j, p, c);
 }
 
+/* ---- torchrun's placement breaks the policy -------------------------------- */
+
+/* NVLink joins GPUs 0-2 and 1-3 only; torchrun's tensor-parallel pairs are
+ * 0-1 and 2-3. The plan must move, and say that torchrun's placement
+ * breaks the rule and what keeping the rule costs or buys against it. */
+static void test_reference_breaks(void **state)
+{
+	tm_cluster *c = tl_cluster(1, 4, 0);
+	tm_profile *p = tl_profile(c, true);
+	tm_policy *pol = default_policy();
+	tm_job *j = tl_job(4, 4, 2, 2, 1, true, true);
+	tm_node *n = &c->nodes[0];
+	tm_error e = { 0, "" };
+	tm_run run;
+	(void)state;
+
+	for (int a = 0; a < 4; a++)
+		for (int b = 0; b < 4; b++)
+			if (a != b && (a + b) % 2) {   /* 0-1, 0-3, 1-2, 2-3 */
+				n->link[a * 4 + b] = TM_LINK_SYS;
+				n->nv[a * 4 + b] = 0;
+				n->bw[a * 4 + b] = 20;
+			}
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_MOVE);
+	assert_true(run.sol.rule.ref_breaks);
+	assert_non_null(strstr(run.sol.rule.reason, "breaks the policy (tensor-"
+	                       "parallel group"));
+	assert_non_null(strstr(run.sol.rule.reason, "against it this plan is "));
+	tm_run_free(&run);
+	tl_free(NULL, pol, j, p, c);
+}
+
 /* ---- wear: past the single hottest GPU ------------------------------------ */
 
 /* GPU 0 runs 20 °C above the rest whatever it holds: it sets the peak in
@@ -561,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_reported_2xh200),
 		cmocka_unit_test(test_noise_kept),
 		cmocka_unit_test(test_trade),
+		cmocka_unit_test(test_reference_breaks),
 		cmocka_unit_test(test_hottest_gets_lightest),
 		cmocka_unit_test(test_nanogpt_hottest),
 		cmocka_unit_test(test_invariant_recordings),

@@ -227,12 +227,18 @@ static void test_identity_vs_thermal(void **state)
 		         (int)json_integer_value(json_object_get(p, "pp")));
 		if (strncmp(l, want, strlen(want)) != 0)
 			fail_msg("expected \"%s…\" in:\n%s", want, out);
-		/* the two predicted temperatures, one decimal each */
-		snprintf(want, sizeof want, "predicted %.1f °C on the old GPU, "
-		         "%.1f °C on the new\n", json_number_value(json_object_get(
-		         p, "predicted_temp_c")), json_number_value(
-		         json_object_get(q, "predicted_temp_c")));
-		assert_non_null(strstr(l, want));
+		/* the two predicted temperatures, one decimal each, and which
+		 * way the rank went */
+		{
+			double t0 = json_number_value(json_object_get(p,
+			                              "predicted_temp_c"));
+			double t1 = json_number_value(json_object_get(q,
+			                              "predicted_temp_c"));
+			snprintf(want, sizeof want, "predicted %.1f °C on the old "
+			         "GPU, %.1f °C on the new (%.1f °C %s)\n", t0, t1,
+			         fabs(t1 - t0), t1 <= t0 ? "cooler" : "hotter");
+			assert_non_null(strstr(l, want));
+		}
 	}
 	assert_int_equal(count(out, "\nrank "), lines);
 	assert_int_equal(count(out, "\n"), 1 + lines);
@@ -402,7 +408,8 @@ static void test_uuid_rule(void **state)
 	                    strlen("rank 1 (node 0, local 1; pp 0 dp 1): h200x4-a "
 	                           "GPU 1 -> h200x4-a GPU 9: stage 0: predicted "))
 	            == 0);
-	assert_non_null(strstr(l, "on the new; the old GPU is not used by the "
+	assert_non_null(strstr(l, " °C "));
+	assert_non_null(strstr(l, "); the old GPU is not used by the "
 	                        "new plan\n"));
 	l = line_of(out, 2);
 	assert_non_null(l);
