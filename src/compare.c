@@ -297,14 +297,16 @@ static void json_rows(jw *w, const tm_job *j, const row *r, int n,
 /* ---- the picture ------------------------------------------------------------ */
 
 static int write_svg(const char *path, const tm_cluster *c, const row *w,
-                     int n, tm_error *err)
+                     int n, const tm_sim *id, const double *scale,
+                     tm_error *err)
 {
+	tm_svg_scale sc = { TM_SVG_LO_C, TM_SVG_HI_C };
 	int ngpu = 0, rc;
 	tm_svg_panel *P = xcalloc((size_t)n, sizeof *P);
 	const char **host = xmalloc(sizeof(char *) * (size_t)c->nnodes);
 	int *ng = xmalloc(sizeof(int) * (size_t)c->nnodes);
 	double *temp;
-	char **label, (*sub)[96];
+	char **label, (*sub)[128];
 
 	for (int h = 0; h < c->nnodes; h++) {
 		host[h] = c->nodes[h].host;
@@ -330,8 +332,12 @@ static int write_svg(const char *path, const tm_cluster *c, const row *w,
 			P[i].subtitle = sub[i];
 			continue;
 		}
-		snprintf(sub[i], sizeof sub[i], "%.1f ms/iter, peak %.1f °C",
-		         w[i].sim.iteration_ms, w[i].sim.peak_temp_c);
+		/* the row's headline numbers, as the table has them */
+		snprintf(sub[i], sizeof sub[i], "%.1f ms/iter (%+.2f %%), peak "
+		         "%.1f °C, %d moved%s", w[i].sim.iteration_ms,
+		         gain(w[i].sim.iteration_ms, id->iteration_ms),
+		         w[i].sim.peak_temp_c, w[i].moved,
+		         w[i].verdict == TM_VERDICT_KEEP ? " (kept)" : "");
 		P[i].subtitle = sub[i];
 		for (int r = 0; r < w[i].pb->nranks; r++) {
 			const tm_problem *pb = w[i].pb;
@@ -346,7 +352,11 @@ static int write_svg(const char *path, const tm_cluster *c, const row *w,
 			l[g] = xstrdup(buf);
 		}
 	}
-	rc = tm_svg_write(path, P, n, err);
+	if (scale) {
+		sc.lo = scale[0];
+		sc.hi = scale[1];
+	}
+	rc = tm_svg_write(path, P, n, &sc, err);
 	for (size_t k = 0; k < (size_t)ngpu * (size_t)n; k++)
 		free(label[k]);
 	free(label);
@@ -362,7 +372,8 @@ static int write_svg(const char *path, const tm_cluster *c, const row *w,
 
 int tm_compare(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                tm_policy *const *pols, int npol, bool allow, int fmt,
-               const char *svg, char **out, tm_error *err)
+               const char *svg, const double *svg_scale, char **out,
+               tm_error *err)
 {
 	row *w = xcalloc((size_t)npol, sizeof *w);
 	tm_run *runs = xcalloc((size_t)npol, sizeof *runs);
@@ -375,7 +386,7 @@ int tm_compare(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 		goto out;
 	for (int i = 0; i < npol; i++)
 		run_row(c, p, j, pols[i], allow, &w[i], &runs[i]);
-	if (svg && (rc = write_svg(svg, c, w, npol, err)))
+	if (svg && (rc = write_svg(svg, c, w, npol, &id, svg_scale, err)))
 		goto out;
 	sb_init(&b);
 	if (fmt == F_JSON) {

@@ -404,7 +404,8 @@ static int cmd_compare(int argc, char **argv)
 		in[i] = (tm_tele_input){ logs[i], host, NULL };
 	rc = nlog ? tm_compare_replay(c, in, nlog, window, j, pols, npol,
 	                              unprof, f, &out, &err)
-	          : tm_compare(c, p, j, pols, npol, unprof, f, svg, &out, &err);
+	          : tm_compare(c, p, j, pols, npol, unprof, f, svg, NULL, &out,
+	                       &err);
 	if (rc)
 		goto fail;
 	fputs(out, stdout);

@@ -2,9 +2,11 @@
  * test_svg.c — cmocka tests for svg.c. Two panels of 2 hosts x 4 GPUs (one
  * GPU unused) render to a well-formed document: the XML declaration first,
  * "</svg>\n" last, tags balanced, one tooltipped <rect> per GPU, hostile
- * host names escaped, the shared scale's ends in the legend and on the
- * hottest and coolest cells, identical bytes twice. No temperature at all
- * never prints nan or inf; many panels wrap, a large grid stays finite;
+ * host names escaped, every cell labelled with its GPU, stage and °C, the
+ * shared scale's ends in the legend and on the hottest and coolest cells,
+ * a fixed scale that does not paint a 2 °C spread as red against blue,
+ * identical bytes twice. No temperature at all never prints nan or inf;
+ * many panels wrap, and 1024 hosts fold into 32 rows of the hottest;
  * tm_svg_write fails cleanly into a missing directory and writes exactly
  * the rendering into a real one.
  */
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +37,7 @@ static char *render(const tm_svg_panel *p, int n)
 {
 	strbuf b;
 	sb_init(&b);
-	tm_svg_render(&b, p, n);
+	tm_svg_render(&b, p, n, NULL);
 	return b.s;
 }
 
@@ -97,6 +100,14 @@ static int count_cells(const char *s)
 }
 
 /* the fill of the one cell whose tooltip is tip */
+static bool fill_is(const char *s, const char *tip, const char *fill)
+{
+	char want[160];
+	snprintf(want, sizeof want, "fill=\"%s\"><title>%s</title></rect>",
+	         fill, tip);
+	return strstr(s, want) != NULL;
+}
+
 static void assert_fill(const char *s, const char *tip, const char *fill)
 {
 	char want[160];
@@ -173,18 +184,26 @@ static void test_two_panels(void **state)
 	assert_non_null(strstr(s, ">" BAD_HOST_ESC "</text>"));
 	assert_non_null(strstr(s, "<title>" BAD_HOST_ESC " GPU 3: s3, 78.3 °C"));
 	assert_non_null(strstr(s, ">round&apos;robin</text>"));
-	assert_non_null(strstr(s, ">s3&amp;</text>"));
+	assert_non_null(strstr(s, ">3 s3&amp;</text>"));
 	assert_non_null(strstr(s, ">412.3 ms/iter, peak 78.3 °C</text>"));
-	/* the shared scale: min and max in the legend, at the ramp's ends */
+	/* the shared scale (here the pictured GPUs'): its ends in the legend,
+	 * at the ramp's ends, with a tick every 10 °C between */
 	legend = strstr(s, "<g id=\"legend\"");
 	assert_non_null(legend);
-	assert_non_null(strstr(legend, ">41.5 °C</text>"));
-	assert_non_null(strstr(legend, ">78.3 °C</text>"));
+	assert_non_null(strstr(legend, "the pictured GPUs' scale 41.5 to 78.3 °C"));
+	assert_non_null(strstr(legend, ">50</text>"));
+	assert_non_null(strstr(legend, ">70</text>"));
 	assert_fill(s, "node-a GPU 0: s0, 41.5 °C", COOL);
 	assert_fill(s, BAD_HOST_ESC " GPU 3: s3, 78.3 °C", HOT);
-	/* the unused GPU: grey, no label, a tooltip saying so */
+	/* every cell says its GPU index and stage, and its °C, on the cell */
+	assert_non_null(strstr(s, ">2 s2</text>"));
+	assert_non_null(strstr(s, ">78.3</text>"));
+	assert_non_null(strstr(s, ">41.5</text>"));
+	/* the unused GPU: grey, its index and a dash, a tooltip saying so */
 	assert_fill(s, "node-a GPU 3: unused", "#d9d9d9");
-	assert_int_equal(count(s, "text-anchor=\"middle\""), 15);
+	assert_int_equal(count(s, ">–</text>"), 1);
+	/* two lines of text per cell, and the ticks 50, 60 and 70 °C */
+	assert_int_equal(count(s, "text-anchor=\"middle\""), 2 * 16 + 3);
 	assert_false(has_word_ci(s, "nan"));
 	s2 = render(p, 2);
 	assert_string_equal(s, s2);
@@ -207,9 +226,39 @@ static void test_flat_scale(void **state)
 	assert_balanced(s);
 	assert_fill(s, "h GPU 0: s0, 60.0 °C", MID);
 	assert_fill(s, "h GPU 1: s1, 60.0 °C", MID);
-	/* the legend still names the one temperature, at both ends */
-	assert_int_equal(count(strstr(s, "<g id=\"legend\""), ">60.0 °C</text>"), 2);
+	/* the legend spans a degree around the one temperature */
+	assert_non_null(strstr(strstr(s, "<g id=\"legend\""),
+	                       "scale 59.5 to 60.5 °C"));
 	free(s);
+}
+
+/* A fixed scale: a 2 °C spread near its middle is not painted as red
+ * against blue, and what lies beyond it takes the end colours. */
+static void test_fixed_scale(void **state)
+{
+	static const char *const h[] = { "h" };
+	static const int g[] = { 4 };
+	static const double t[] = { 59.0, 61.0, 20.0, 95.0 };
+	static const char *const l[] = { "s0", "s1", "s2", "s3" };
+	tm_svg_panel p = { "fixed", NULL, 1, h, g, t, l };
+	tm_svg_scale sc = { TM_SVG_LO_C, TM_SVG_HI_C };
+	strbuf b;
+	(void)state;
+
+	sb_init(&b);
+	tm_svg_render(&b, &p, 1, &sc);
+	assert_balanced(b.s);
+	assert_false(fill_is(b.s, "h GPU 0: s0, 59.0 °C", COOL));
+	assert_false(fill_is(b.s, "h GPU 1: s1, 61.0 °C", HOT));
+	assert_fill(b.s, "h GPU 2: s2, 20.0 °C", COOL);
+	assert_fill(b.s, "h GPU 3: s3, 95.0 °C", HOT);
+	assert_non_null(strstr(b.s, "fixed scale 30.0 to 90.0 °C"));
+	for (int d = 30; d <= 90; d += 10) {
+		char tick[32];
+		snprintf(tick, sizeof tick, ">%d</text>", d);
+		assert_non_null(strstr(strstr(b.s, "<g id=\"legend\""), tick));
+	}
+	sb_free(&b);
 }
 
 /* nothing usable: no nan or inf in the text, still well-formed */
@@ -263,10 +312,24 @@ static void test_wrap_and_scale(void **state)
 		p[i] = (tm_svg_panel){ "policy", NULL, i < 4 ? 2 : NH, h, g, t, l };
 	s = render(p, 5);
 	assert_balanced(s);
-	assert_int_equal(count_cells(s), 4 * 2 * NG + NH * NG);
+	/* past 32 hosts a row holds several (1024 / 32 = 32 here): 32 rows
+	 * of 8 cells, each the hottest of its 32 GPUs */
+	assert_int_equal(count_cells(s), 4 * 2 * NG + 32 * NG);
+	assert_non_null(strstr(s, ">gpu-node-0000 … gpu-node-0031 (32)</text>"));
+	assert_non_null(strstr(s, "GPU 0 of 32 hosts: 32 in use, hottest "));
+	assert_non_null(strstr(s, "a row holds up to 32"));
 	/* two rows of panels: two distinct translate y values */
 	assert_int_equal(count(s, "<g transform=\"translate(16,"), 2);
-	assert_true(strlen(s) < 8u << 20);
+	/* a picture that fits a screen: 32 rows, not 1024 */
+	{
+		int w = 0, hgt = 0;
+		assert_int_equal(sscanf(strstr(s, "<svg "), "<svg xmlns=\"http://"
+		                        "www.w3.org/2000/svg\" version=\"1.1\" "
+		                        "width=\"%d\" height=\"%d\"", &w, &hgt),
+		                 2);
+		assert_true(hgt < 1600);
+	}
+	assert_true(strlen(s) < 1u << 20);
 	free(s);
 	free(names);
 	free(l);
@@ -288,14 +351,14 @@ static void test_write(void **state)
 	(void)state;
 
 	two_panels(p);
-	assert_int_not_equal(tm_svg_write(bad, p, 2, &e), 0);
+	assert_int_not_equal(tm_svg_write(bad, p, 2, NULL, &e), 0);
 	assert_int_not_equal(e.code, 0);
 	assert_non_null(strstr(e.msg, bad));
 
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof path, "%s/out.svg", dir);
 	memset(&e, 0, sizeof e);
-	assert_int_equal(tm_svg_write(path, p, 2, &e), 0);
+	assert_int_equal(tm_svg_write(path, p, 2, NULL, &e), 0);
 	assert_int_equal(e.code, 0);
 	assert_int_equal(tm_read_file(path, 1 << 20, &got, &len, &e), 0);
 	want = render(p, 2);
@@ -312,6 +375,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_panels),
 		cmocka_unit_test(test_flat_scale),
+		cmocka_unit_test(test_fixed_scale),
 		cmocka_unit_test(test_no_temperatures),
 		cmocka_unit_test(test_wrap_and_scale),
 		cmocka_unit_test(test_write),

@@ -426,12 +426,15 @@ void tm_replan_result_free(tm_replan_result *r);
  * simulated with thermal feedback, against the identity placement of the
  * job as given. fmt from tm_compare_format ("text", "markdown", "csv",
  * "json"; -1 for another name); svg (may be NULL) gets the placements as a
- * picture. *out: the table, to be freed. A policy that cannot place gets
+ * picture, coloured on the scale svg_scale gives ({lo, hi} °C; NULL: the
+ * fixed 30 to 90 °C; NANs: the pictured GPUs' range). *out: the table,
+ * to be freed. A policy that cannot place gets
  * a row that says why; only inputs the comparison cannot start from fail. */
 int tm_compare_format(const char *name);
 int tm_compare(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                tm_policy *const *pols, int npol, bool allow_unprofiled,
-               int fmt, const char *svg, char **out, tm_error *err);
+               int fmt, const char *svg, const double *svg_scale,
+               char **out, tm_error *err);
 /* Over a recording: windows of window_s seconds from each file's first
  * sample; each policy plans on window k and is scored on window k + 1. */
 int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
