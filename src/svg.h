@@ -4,11 +4,10 @@
  * host, one cell per GPU coloured by predicted temperature.
  *
  * Does: write SVG text into a strbuf or, atomically, a file; one colour
- * scale over every panel, so that equal colours mean equal °C; escape all
- * text for XML; print numbers with fixed decimals, so the same input gives
- * the same bytes. Does not: read anything, validate host names or check
- * that text is valid UTF-8 (everything thermap reads comes through jansson,
- * which guarantees it).
+ * scale over every panel, so that equal colours mean equal °C; show all
+ * text as tm_text does (valid UTF-8, control characters as escapes) and
+ * escape it for XML; print numbers with fixed decimals, so the same input
+ * gives the same bytes. Does not: read anything or validate host names.
  *
  * The ramp runs from #4575b4 (coolest) to #d73027 (hottest); unused GPUs
  * are #d9d9d9 with no label.
