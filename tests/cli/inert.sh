@@ -109,7 +109,8 @@ lines wrote "$W/wrote.out" 1
 has wrote "$W/wrote.out" "wrote $W/$HOSTILE_SHOWN.json"
 
 # ---- topology reports: an NCCL XML and a GPU list ---------------------------
-sed "0,/target=\"0001:00:00.0\"/s//target=\"${ESC}]0;pwned${BEL}${ESC}[2J\"/" \
+# (the file has one <nvlink> to 0001:00:00.0, on its line 5)
+sed "s/target=\"0001:00:00.0\"/target=\"${ESC}]0;pwned${BEL}${ESC}[2J\"/" \
 	fixtures/topo/nccl-topo/azure-ncv4-topo.xml >"$W/nccl.xml"
 if grep -q "$ESC" "$W/nccl.xml"; then ok; else bad "nccl: the ESC was not planted"; fi
 run nccl 4 "$T" topo --host h --nccl "$W/nccl.xml"
@@ -187,6 +188,7 @@ for f in env/h200x4-a.env launch.txt; do
 done
 has plan-evil-env "$W/pe/env/h200x4-a.env" '(policy evil)\ntouch '
 # sourced as launch.txt says: it sets the variables and runs nothing
+# shellcheck disable=SC1091
 (cd "$W/pe" && set -a && . ./env/h200x4-a.env && set +a &&
 	[ "$NODE_RANK" = 0 ] && [ "$NPROC_PER_NODE" = 4 ]) >/dev/null 2>&1 ||
 	bad "plan-evil: env file does not source"
