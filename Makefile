@@ -22,7 +22,7 @@ LIB_SRC  = src/util.c src/sha256.c src/layout.c src/jsonin.c src/jsonout.c \
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
            test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
-           test_calibrate
+           test_calibrate test_output
 TEST_BIN = $(TESTS:%=$(B)/%)
 
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
@@ -81,6 +81,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 	@: >$(B)/skipped.log
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
+	@THERMAP=$(B)/thermap sh tests/cli/inert.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
@@ -105,6 +106,7 @@ check-san:
 	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
+	@THERMAP=build-san/thermap sh tests/cli/inert.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh

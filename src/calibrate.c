@@ -1072,12 +1072,15 @@ static void put(json_t *e, const char *field, double v, int decimals,
                 const char *line, int *n)
 {
 	json_t *marks = json_object_get(e, "calibrated");
+	char shown[1024];
+	/* valid UTF-8 for jansson, also where snprintf cut a character */
+	tm_text(shown, sizeof shown, line);
 	if (!json_is_object(marks)) {
 		marks = json_object();
 		json_object_set_new(e, "calibrated", marks);
 	}
 	json_object_set_new(e, field, jnum(v, decimals));
-	json_object_set_new(marks, field, json_string(line));
+	json_object_set_new(marks, field, json_string(shown));
 	unmark(e, "estimated", field);
 	unmark(e, "from_baseline", field);
 	(*n)++;
@@ -1325,8 +1328,12 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	sb_init(&C.notes);
 	sb_init(&C.files);
 	sb_add(&C.files, "telemetry ");
-	for (int i = 0; i < o->ntele && i < 3; i++)
-		sb_addf(&C.files, "%s%s", i ? ", " : "", o->tele[i].file);
+	/* file names as text for people: the table prints them, the
+	 * calibrated profile quotes them (jansson takes only UTF-8) */
+	for (int i = 0; i < o->ntele && i < 3; i++) {
+		sb_add(&C.files, i ? ", " : "");
+		sb_add_text(&C.files, o->tele[i].file);
+	}
 	if (o->ntele > 3)
 		sb_addf(&C.files, " and %d more", o->ntele - 3);
 	if ((rc = tm_cluster_load(o->cluster, &C.c, err)) ||

@@ -146,11 +146,29 @@ static void csv_str(strbuf *b, const char *s)
 	sb_add(b, "\"");
 }
 
+/* A policy's name as a table shows it: on one line and without control
+ * characters (tm_text), in markdown with '|' escaped so that the row keeps
+ * its cells. The caller frees it. */
+static char *shown(const char *name, int fmt)
+{
+	strbuf b, m;
+	sb_init(&b);
+	sb_add_text(&b, name);
+	if (fmt != F_MARKDOWN || !strchr(b.s, '|'))
+		return b.s;
+	sb_init(&m);
+	for (const char *c = b.s; *c; c++)
+		sb_addf(&m, "%s%c", *c == '|' ? "\\" : "", *c);
+	sb_free(&b);
+	return m.s;
+}
+
 static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
                   const tm_sim *id)
 {
 	bool tok = isfinite(j->tokens_per_iteration);
 	double t0 = id->iteration_ms;
+	char *name;
 
 	if (fmt == F_CSV) {
 		sb_add(b, "policy,method,status,gap,model_ms,iteration_ms,"
@@ -158,7 +176,9 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 		       "bubble_pct,moved_ranks,decision,layers,converged,error\n");
 		for (int i = 0; i < n; i++) {
 			const row *r = &w[i];
-			csv_str(b, r->pol->name);
+			name = shown(r->pol->name, fmt);
+			csv_str(b, name);
+			free(name);
 			sb_addf(b, ",%s,%s,", tm_method_name(r->pol->method),
 			        r->status);
 			if (r->rc) {
@@ -196,13 +216,14 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 	for (int i = 0; i < n; i++) {
 		const row *r = &w[i];
 		char tk[32] = "", st[32];
+		name = shown(r->pol->name, fmt);
 		if (r->rc) {
 			if (fmt == F_MARKDOWN)
 				sb_addf(b, "| %s | %s | – | – |%s – | – | – | – | – | – |\n",
-				        r->pol->name, r->status, tok ? " – |" : "");
+				        name, r->status, tok ? " – |" : "");
 			else
-				sb_addf(b, "%-16s %-10s %12s\n", r->pol->name, r->status,
-				        "–");
+				sb_addf(b, "%-16s %-10s %12s\n", name, r->status, "–");
+			free(name);
 			continue;
 		}
 		if (tok)
@@ -211,7 +232,7 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 		snprintf(st, sizeof st, "%s%s", r->status,
 		         r->sim.converged ? "" : "*");
 		if (fmt == F_MARKDOWN) {
-			sb_addf(b, "| %s | %s | %.2f | %+.2f |", r->pol->name, st,
+			sb_addf(b, "| %s | %s | %.2f | %+.2f |", name, st,
 			        r->sim.iteration_ms, gain(r->sim.iteration_ms, t0));
 			if (tok)
 				sb_addf(b, " %s |", tk);
@@ -220,7 +241,7 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 			        r->sim.energy_j, r->sim.bubble * 100, r->moved,
 			        r->layers ? r->layers : "as job");
 		} else {
-			sb_addf(b, "%-16s %-10s %12.2f %+8.2f", r->pol->name, st,
+			sb_addf(b, "%-16s %-10s %12.2f %+8.2f", name, st,
 			        r->sim.iteration_ms, gain(r->sim.iteration_ms, t0));
 			if (tok)
 				sb_addf(b, " %10s", tk);
@@ -229,6 +250,7 @@ static void table(strbuf *b, int fmt, const tm_job *j, const row *w, int n,
 			        r->sim.energy_j, r->sim.bubble * 100, r->moved,
 			        r->layers ? r->layers : "as job");
 		}
+		free(name);
 	}
 }
 
@@ -242,12 +264,14 @@ static void notes(strbuf *b, int fmt, const row *w, int n, const tm_sim *id)
 	        "simulated iteration with thermal feedback "
 	        "(docs/model.md, 14)\n", fmt == F_MARKDOWN ? "- " : "");
 	for (int i = 0; i < n; i++) {
-		if (w[i].rc)
-			sb_addf(b, "%s%s: %s\n", fmt == F_MARKDOWN ? "- " : "",
-			        w[i].pol->name, w[i].error);
-		else if (w[i].reason)
-			sb_addf(b, "%s%s: %s\n", fmt == F_MARKDOWN ? "- " : "",
-			        w[i].pol->name, w[i].reason);
+		const char *why = w[i].rc ? w[i].error : w[i].reason;
+		if (why) {
+			char *name = shown(w[i].pol->name, fmt);
+			sb_addf(b, "%s%s: ", fmt == F_MARKDOWN ? "- " : "", name);
+			sb_add_text(b, why);
+			sb_add(b, "\n");
+			free(name);
+		}
 		if (!w[i].rc && !w[i].sim.converged)
 			unconv = true;
 	}
@@ -614,11 +638,15 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 		        "feedback)\n", fmt == F_MARKDOWN ? "" : "", span, nw,
 		        window, span - nw * window > 1e-9 ? " (the tail after the "
 		        "last whole window is not used)" : "");
-		for (int k = 0; k < nw; k++)
-			if (why[k])
-				sb_addf(&b, "%swindow %d (%g–%g s) skipped: %s\n",
-				        fmt == F_MARKDOWN ? "- " : "", k, k * window,
-				        (k + 1) * window, why[k]);
+		for (int k = 0; k < nw; k++) {
+			if (!why[k])
+				continue;
+			sb_addf(&b, "%swindow %d (%g–%g s) skipped: ",
+			        fmt == F_MARKDOWN ? "- " : "", k, k * window,
+			        (k + 1) * window);
+			sb_add_text(&b, why[k]);
+			sb_add(&b, "\n");
+		}
 		sb_add(&b, "\n");
 		if (fmt == F_MARKDOWN)
 			sb_add(&b, "| step | policy | status | iteration ms | gain % "
@@ -636,13 +664,15 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 		for (int i = 0; i <= npol; i++) {
 			const char *name = i ? pols[i - 1]->name : "(torchrun)";
 			const step_res *x = &s[i];
+			char *nm;
 			if (!i && fmt != F_JSON)
 				continue;  /* the baseline is the gain's zero */
+			nm = shown(name, fmt);
 			if (fmt == F_CSV) {
 				sb_addf(&b, "%d,%g,%g,%g,%g,", k + 1, k * window,
 				        (k + 1) * window, (k + 1) * window,
 				        (k + 2) * window);
-				csv_str(&b, name);
+				csv_str(&b, nm);
 				if (x->rc)
 					sb_addf(&b, ",%s,,,,,\n", x->status);
 				else
@@ -668,14 +698,15 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 				jw_end_obj(&jv);
 			} else if (x->rc) {
 				sb_addf(&b, fmt == F_MARKDOWN ? "| %d | %s | %s | – | – | "
-				        "– | – |\n" : "%4d  %-16s %-10s\n", k + 1, name,
+				        "– | – |\n" : "%4d  %-16s %-10s\n", k + 1, nm,
 				        x->status);
 			} else {
 				sb_addf(&b, fmt == F_MARKDOWN ? "| %d | %s | %s | %.2f | "
 				        "%+.2f | %.1f | %.1f |\n" : "%4d  %-16s %-10s "
-				        "%12.2f %+8.2f %8.1f %11.1f\n", k + 1, name,
+				        "%12.2f %+8.2f %8.1f %11.1f\n", k + 1, nm,
 				        x->status, x->t, x->gain, x->peak, x->throttle);
 			}
+			free(nm);
 		}
 	}
 	if (fmt == F_JSON)
@@ -718,14 +749,17 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 			jw_int(&jv, "faster", faster);
 			jw_int(&jv, "slower", slower);
 			jw_end_obj(&jv);
-		} else if (!n) {
-			sb_addf(&b, fmt == F_MARKDOWN ? "| %s | 0 | – | – | – | – |\n"
-			        : "%-16s %5d\n", pols[i - 1]->name, 0);
 		} else {
-			sb_addf(&b, fmt == F_MARKDOWN ? "| %s | %d | %.2f | %+.2f | "
-			        "%.1f | %d / %d |\n" : "%-16s %5d %17.2f %+11.2f "
-			        "%13.1f %9d / %d\n", pols[i - 1]->name, n, st / n,
-			        sg / n, pk, faster, slower);
+			char *nm = shown(pols[i - 1]->name, fmt);
+			if (!n)
+				sb_addf(&b, fmt == F_MARKDOWN ? "| %s | 0 | – | – | – | "
+				        "– |\n" : "%-16s %5d\n", nm, 0);
+			else
+				sb_addf(&b, fmt == F_MARKDOWN ? "| %s | %d | %.2f | "
+				        "%+.2f | %.1f | %d / %d |\n" : "%-16s %5d %17.2f "
+				        "%+11.2f %13.1f %9d / %d\n", nm, n, st / n,
+				        sg / n, pk, faster, slower);
+			free(nm);
 		}
 	}
 	if (fmt == F_JSON) {

@@ -88,17 +88,6 @@ static bool gpuset_has(const gpuset *S, const tm_plan_rank *d)
 	       bsearch(&d, S->bare, S->nb, sizeof *S->bare, cmp_host_gpu);
 }
 
-/* text a plan carries, on one line: control characters become '?' */
-static void add_line(strbuf *b, const char *s)
-{
-	char *p;
-	size_t at = b->len;
-	sb_add(b, s);
-	for (p = b->s + at; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-}
-
 static void add_gpu(strbuf *b, const tm_plan_rank *d, bool uuid)
 {
 	sb_addf(b, "%s GPU %d", d->host, d->gpu);
@@ -238,7 +227,8 @@ int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
 			sb_add(&b, " -> ");
 			add_gpu(&b, c, uu);
 			sb_add(&b, ": ");
-			add_line(&b, reason);
+			/* text a plan carries, shown on one line */
+			sb_add_text(&b, reason);
 			sb_add(&b, "\n");
 		} else {
 			jw_obj(&w, NULL, true);

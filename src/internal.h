@@ -28,6 +28,13 @@ int tm_fail(tm_error *err, int code, const char *fmt, ...)
 int tm_vfail_at(tm_error *err, int code, const char *file, long line,
                 const char *fmt, va_list ap);
 void tm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Text for people (messages, summaries, tables): valid UTF-8 passes, a
+ * control character becomes an escape (\n, \e, \x7f, \u009b) and a byte
+ * of no well-formed UTF-8 sequence \xNN. tm_fail and tm_warn show their
+ * messages so; tm_text into a buffer (cut between characters), sb_add_text
+ * appended. tm_utf8_len: bytes of the well-formed sequence at s, else 0. */
+int tm_utf8_len(const char *s);
+void tm_text(char *out, size_t size, const char *s);
 int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
                  tm_error *err);
 int tm_write_file_atomic(const char *path, const char *data, size_t len,
@@ -51,6 +58,7 @@ void sb_free(strbuf *b);
 void sb_add(strbuf *b, const char *s);
 void sb_addf(strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+void sb_add_text(strbuf *b, const char *s);
 /* atomic writes for writers that take a file name: a temporary file beside
  * path (its name in tmp, freed by the caller), then tm_publish_file */
 int tm_temp_beside(const char *path, strbuf *tmp, tm_error *err);

@@ -32,27 +32,39 @@ static void sep(jw *w, const char *key)
 	}
 }
 
+/* A JSON string of s, valid UTF-8 whatever s holds: control characters
+ * (C0, DEL and C1) escaped as \u00XX (\n and \t as such), and each byte
+ * that starts no well-formed UTF-8 sequence written as \ufffd, the
+ * replacement character. Valid UTF-8 text is copied as it is. */
 void jw_escape(strbuf *b, const char *s)
 {
 	sb_add(b, "\"");
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		int n = tm_utf8_len(s);
 		char tmp[8];
-		if (*p == '"')
+		if (n == 0) {
+			sb_add(b, "\\ufffd");
+		} else if (c == '"') {
 			sb_add(b, "\\\"");
-		else if (*p == '\\')
+		} else if (c == '\\') {
 			sb_add(b, "\\\\");
-		else if (*p == '\n')
+		} else if (c == '\n') {
 			sb_add(b, "\\n");
-		else if (*p == '\t')
+		} else if (c == '\t') {
 			sb_add(b, "\\t");
-		else if (*p < 0x20) {
-			snprintf(tmp, sizeof tmp, "\\u%04x", *p);
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(tmp, sizeof tmp, "\\u%04x", c);
+			sb_add(b, tmp);
+		} else if (n == 2 && c == 0xc2 && (unsigned char)s[1] < 0xa0) {
+			snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned char)s[1]);
 			sb_add(b, tmp);
 		} else {
-			tmp[0] = (char)*p;
-			tmp[1] = '\0';
+			memcpy(tmp, s, (size_t)n);
+			tmp[n] = '\0';
 			sb_add(b, tmp);
 		}
+		s += n ? n : 1;
 	}
 	sb_add(b, "\"");
 }

@@ -214,6 +214,57 @@ static const char usage_check[] =
 "                       replaces this plan and that its moves are from it\n"
 "  --help               this text\n";
 
+/* Every line below goes to people: what it quotes from the command line
+ * or from an input is shown as tm_text shows it (one line, no control
+ * characters, valid UTF-8). */
+static void say(FILE *f, const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(FILE *f, const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+	strbuf b;
+	char *raw;
+	int n;
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	raw = xmalloc(n > 0 ? (size_t)n + 1 : 1);
+	raw[0] = '\0';
+	if (n > 0) {
+		va_start(ap, fmt);
+		vsnprintf(raw, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	sb_init(&b);
+	sb_add_text(&b, raw);
+	fprintf(f, "%s%s\n", prefix, b.s);
+	sb_free(&b);
+	free(raw);
+}
+
+/* Text of several lines from the library (summaries, tables): each line
+ * shown as tm_text shows it. The library shows what it quotes, so this
+ * changes nothing unless something was missed there. */
+static void put_lines(FILE *f, const char *text)
+{
+	char *t = xstrdup(text), *line = t, *nl;
+	strbuf b;
+	sb_init(&b);
+	for (; *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		sb_add_text(&b, line);
+		if (!nl)
+			break;
+		sb_add(&b, "\n");
+	}
+	fputs(b.s, f);
+	sb_free(&b);
+	free(t);
+}
+
 /* Prints a warning once: commands that build many problems from one
  * input (compare, replan) would repeat the same line. */
 static void on_warn(void *ud, const char *msg)
@@ -229,20 +280,20 @@ static void on_warn(void *ud, const char *msg)
 			return;
 	if (nseen < 256)
 		seen[nseen++] = h;
-	fprintf(stderr, "thermap: warning: %s\n", msg);
+	say(stderr, "thermap: warning: ", "%s", msg);
 }
 
+/* fmt is the program's; arg is often the user's (an option, a value) */
 static int usage_error(const char *cmd, const char *fmt, const char *arg)
 {
-	fprintf(stderr, "thermap: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'thermap %s--help'.\n", cmd);
+	say(stderr, "thermap: ", fmt, arg);
+	fprintf(stderr, "Try 'thermap %s--help'.\n", cmd);
 	return TM_EUSAGE;
 }
 
 static int report(const tm_error *err)
 {
-	fprintf(stderr, "thermap: error: %s\n", err->msg);
+	say(stderr, "thermap: error: ", "%s", err->msg);
 	return err->code ? err->code : TM_EINTERNAL;
 }
 
@@ -408,9 +459,12 @@ static int cmd_compare(int argc, char **argv)
 	                       &err);
 	if (rc)
 		goto fail;
-	fputs(out, stdout);
+	if (f == 3)  /* json */
+		fputs(out, stdout);
+	else
+		put_lines(stdout, out);
 	if (svg && f == 0)
-		printf("wrote %s\n", svg);
+		say(stdout, "", "wrote %s", svg);
 	goto out;
 fail:
 	rc = report(&err);
@@ -501,11 +555,11 @@ static int cmd_plan(int argc, char **argv)
 	}
 	if (!quiet) {
 		char *s = tm_plan_summary(run.pb, &run.sol);
-		fputs(s, stdout);
-		printf("wrote %s (plan.json, env/, launch.txt)\n", out);
+		put_lines(stdout, s);
+		say(stdout, "", "wrote %s (plan.json, env/, launch.txt)", out);
 		if (lpf)
-			printf("wrote %s (phase 0 integer program, CPLEX "
-			       "LP)\n", lpf);
+			say(stdout, "", "wrote %s (phase 0 integer program, CPLEX "
+			    "LP)", lpf);
 		free(s);
 	}
 out:
@@ -560,9 +614,9 @@ static int cmd_replan(int argc, char **argv)
 		goto fail;
 	printf("%s\n", res.json);
 	if (!quiet)
-		fputs(res.text, stderr);
+		put_lines(stderr, res.text);
 	if (!quiet && rc == 0)
-		fprintf(stderr, "wrote %s (plan.json, env/, launch.txt)\n", out);
+		say(stderr, "", "wrote %s (plan.json, env/, launch.txt)", out);
 	goto out;
 fail:
 	if (rc == TM_EUSAGE)
@@ -609,7 +663,10 @@ static int cmd_diff(int argc, char **argv)
 	f = !strcmp(fmt, "json");
 	if ((rc = tm_plan_diff(dirs[0], dirs[1], f, &out, &err)))
 		return report(&err);
-	fputs(out, stdout);
+	if (f)  /* json */
+		fputs(out, stdout);
+	else
+		put_lines(stdout, out);
 	free(out);
 	return 0;
 }
@@ -626,9 +683,10 @@ static int parse_when(const char *cmd, const char *name, const char *v,
 	} else if (tl_parse_time(v, strlen(v), t)) {
 		return 0;
 	}
-	fprintf(stderr, "thermap: %s '%s': expected a time (2026/11/21 "
-	        "12:15:28, 2026-11-21T12:15:28Z, seconds since 1970) or "
-	        "+SECONDS\nTry 'thermap %s --help'.\n", name, v, cmd);
+	say(stderr, "thermap: ", "%s '%s': expected a time (2026/11/21 "
+	    "12:15:28, 2026-11-21T12:15:28Z, seconds since 1970) or "
+	    "+SECONDS", name, v);
+	fprintf(stderr, "Try 'thermap %s --help'.\n", cmd);
 	return TM_EUSAGE;
 }
 
@@ -739,9 +797,10 @@ static int cmd_profile(int argc, char **argv)
 	} else if (want_summary) {
 		fputs(summ, stdout);
 	} else if (!quiet && basef) {
-		printf("wrote %s (%d field(s) from %s)\n", out, nfilled, basef);
+		say(stdout, "", "wrote %s (%d field(s) from %s)", out, nfilled,
+		    basef);
 	} else if (!quiet) {
-		printf("wrote %s\n", out);
+		say(stdout, "", "wrote %s", out);
 	}
 	free(base);
 	free(prof);
@@ -839,9 +898,9 @@ static int cmd_calibrate(int argc, char **argv)
 	                               &err))) {
 		rc = report(&err);
 	} else if (!quiet) {
-		fputs(res.table, stdout);
-		printf("wrote %s (%d field(s) calibrated on %d GPU(s))\n", out,
-		       res.ncalibrated, res.ngpu);
+		put_lines(stdout, res.table);
+		say(stdout, "", "wrote %s (%d field(s) calibrated on %d GPU(s))",
+		    out, res.ncalibrated, res.ngpu);
 	}
 	tm_cal_result_free(&res);
 	free(in);
@@ -972,7 +1031,7 @@ static int cmd_check(int argc, char **argv)
 	                        &err)))
 		rc = report(&err);
 	else
-		printf("%s\n", summary);
+		say(stdout, "", "%s", summary);
 	tm_profile_free(p);
 	tm_job_free(j);
 	tm_cluster_free(c);

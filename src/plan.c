@@ -417,9 +417,12 @@ static void write_env(const tm_problem *pb, const int *flat, int n,
 {
 	int h = pb->gpu_host[flat[n * pb->nproc]];
 	int h0 = pb->gpu_host[flat[0]];
+	/* the policy's name is anyone's text: shown, it stays in its comment
+	 * (a line break in it would start a command of the sourced file) */
 	sb_addf(b, "# thermap plan %s: node rank %d of %d on host %s "
-	        "(policy %s)\n", id, n, pb->nnodes, pb->c->nodes[h].host,
-	        pb->pol->name);
+	        "(policy ", id, n, pb->nnodes, pb->c->nodes[h].host);
+	sb_add_text(b, pb->pol->name);
+	sb_add(b, ")\n");
 	sb_add(b, "# local rank i runs on the i-th entry of "
 	       "CUDA_VISIBLE_DEVICES\n");
 	sb_add(b, "CUDA_VISIBLE_DEVICES=");
@@ -436,8 +439,9 @@ static void write_launch(const tm_problem *pb, const int *flat,
 {
 	const tm_job *j = pb->job;
 	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
-	sb_addf(b, "# thermap plan %s (policy %s): %d node(s) × %d processes\n",
-	        id, pb->pol->name, pb->nnodes, pb->nproc);
+	sb_addf(b, "# thermap plan %s (policy ", id);
+	sb_add_text(b, pb->pol->name);
+	sb_addf(b, "): %d node(s) × %d processes\n", pb->nnodes, pb->nproc);
 	sb_add(b, "# Launch with torchrun's static rendezvous so that node ranks "
 	       "are the plan's\n# (c10d would order nodes by host name). Run "
 	       "from the plan directory, one line per host.\n");
@@ -718,9 +722,10 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	tm_placement_to_flat(pb, sol->pl, flat);
 	tm_identity(pb, base);
 	sb_init(&b);
-	sb_addf(&b, "policy %s (%s%s%s): %s", pb->pol->name,
-	        tm_method_name(pb->pol->method), sol->formulation[0] ? ", " : "",
-	        sol->formulation, sol->status);
+	sb_add(&b, "policy ");
+	sb_add_text(&b, pb->pol->name);
+	sb_addf(&b, " (%s%s%s): %s", tm_method_name(pb->pol->method),
+	        sol->formulation[0] ? ", " : "", sol->formulation, sol->status);
 	if (!isnan(sol->bound))
 		/* a gap too small for two decimals is not shown as zero */
 		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.*f %%",
@@ -765,8 +770,11 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 		sb_add(&b, "\n");
 		free(lay);
 	}
-	for (int i = 0; i < pb->nnotes; i++)
-		sb_addf(&b, "note: %s\n", pb->notes[i]);
+	for (int i = 0; i < pb->nnotes; i++) {
+		sb_add(&b, "note: ");
+		sb_add_text(&b, pb->notes[i]);
+		sb_add(&b, "\n");
+	}
 	free(flat);
 	free(base);
 	return b.s;

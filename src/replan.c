@@ -854,7 +854,10 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	             R.best_ev.moves : R.from_ev.moves) : 0;
 	res->fewest_moves = R.must;
 	res->json = decision_line(&R, id, mg);
-	sb_addf(&text, "replan %s: %s\n", R.decision, R.reason);
+	/* the reason may name the cluster file: shown, it stays one line */
+	sb_addf(&text, "replan %s: ", R.decision);
+	sb_add_text(&text, R.reason);
+	sb_add(&text, "\n");
 	if (strcmp(R.decision, "keep")) {
 		char *s = tm_plan_summary(wpb, wsol);
 		sb_add(&text, s);

@@ -49,24 +49,35 @@ static void colour(double t, char out[8])
 	snprintf(out, 8, "#%02x%02x%02x", c[0], c[1], c[2]);
 }
 
-/* XML text and attribute values alike. Control characters other than tab
- * and newline are not allowed in XML 1.0 at all: they become '?'. */
+/* XML text and attribute values alike, of the text as tm_text shows it:
+ * valid UTF-8 without control characters, which XML 1.0 does not allow
+ * (a tab or line break would not show either). U+FFFE and U+FFFF, no XML
+ * characters, become U+FFFD. */
 static void esc(strbuf *b, const char *s)
 {
 	char one[2] = { 0, 0 };
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		switch (ch) {
+	strbuf t;
+	sb_init(&t);
+	sb_add_text(&t, s);
+	for (const char *p = t.s; *p; p++) {
+		const unsigned char *u = (const unsigned char *)p;
+		switch (*p) {
 		case '&': sb_add(b, "&amp;"); break;
 		case '<': sb_add(b, "&lt;"); break;
 		case '>': sb_add(b, "&gt;"); break;
 		case '"': sb_add(b, "&quot;"); break;
 		case '\'': sb_add(b, "&apos;"); break;
 		default:
-			one[0] = ch < 0x20 && ch != '\t' && ch != '\n' ? '?' : (char)ch;
+			if (u[0] == 0xef && u[1] == 0xbf && (u[2] & 0xfe) == 0xbe) {
+				sb_add(b, "\xef\xbf\xbd");
+				p += 2;
+				break;
+			}
+			one[0] = *p;
 			sb_add(b, one);
 		}
 	}
+	sb_free(&t);
 }
 
 static int slen(const char *s)

@@ -5,11 +5,10 @@
  *
  * Does: write SVG text into a strbuf or, atomically, a file; one colour
  * scale over every panel (fixed by default, stated in the legend), so that
- * equal colours mean equal °C; label every cell; escape all
- * text for XML; print numbers with fixed decimals, so the same input gives
- * the same bytes. Does not: read anything, validate host names or check
- * that text is valid UTF-8 (everything thermap reads comes through jansson,
- * which guarantees it).
+ * equal colours mean equal °C; label every cell; show all text as tm_text
+ * does (valid UTF-8, control characters as escapes) and escape it for XML;
+ * print numbers with fixed decimals, so the same input gives the same
+ * bytes. Does not: read anything or validate host names.
  *
  * The ramp runs from #4575b4 (the scale's low end) to #d73027 (its high
  * end); unused GPUs are #d9d9d9 with an en dash for their temperature.

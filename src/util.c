@@ -48,14 +48,115 @@ char *xstrdup(const char *s)
 	return memcpy(xmalloc(n), s, n);
 }
 
+/* ---- text for people ------------------------------------------------------ */
+
+/* The bytes of the well-formed UTF-8 sequence that starts at s (1 to 4),
+ * or 0 when none does: a stray continuation byte, an overlong form, a
+ * surrogate (U+D800 to U+DFFF), a code point above U+10FFFF or a sequence
+ * cut short (by the string's end too). s points at a byte before its NUL. */
+int tm_utf8_len(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned char lo = 0x80, hi = 0xbf;
+	int n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] < 0xc2)
+		return 0;
+	if (p[0] < 0xe0) {
+		n = 2;
+	} else if (p[0] < 0xf0) {
+		n = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;   /* else overlong */
+		else if (p[0] == 0xed)
+			hi = 0x9f;   /* else a surrogate */
+	} else if (p[0] < 0xf5) {
+		n = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;   /* else overlong */
+		else if (p[0] == 0xf4)
+			hi = 0x8f;   /* else above U+10FFFF */
+	} else {
+		return 0;
+	}
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* The form in which the character at s is shown (out, NUL-terminated);
+ * returns the bytes of s it stands for. Valid UTF-8 that is no control
+ * character is itself; a C0 control or DEL is \a \b \t \n \v \f \r \e or
+ * \xNN, a C1 control (U+0080 to U+009F) \u00NN, and a byte that starts no
+ * well-formed sequence \xNN (NN >= 80). Escapes are printable ASCII and a
+ * backslash stays itself, so showing shown text again changes nothing. */
+static size_t text_unit(const char *s, char out[8])
+{
+	static const char ctl[] = "\a\b\t\n\v\f\r\033", name[] = "abtnvfre";
+	unsigned char c = (unsigned char)*s;
+	int n = tm_utf8_len(s);
+
+	if (n == 0 || c < 0x20 || c == 0x7f) {
+		const char *k = strchr(ctl, c);
+		if (n && k)
+			snprintf(out, 8, "\\%c", name[k - ctl]);
+		else
+			snprintf(out, 8, "\\x%02x", c);
+		return 1;
+	}
+	if (n == 2 && c == 0xc2 && (unsigned char)s[1] < 0xa0) {
+		snprintf(out, 8, "\\u%04x", (unsigned char)s[1]);
+		return 2;
+	}
+	memcpy(out, s, (size_t)n);
+	out[n] = '\0';
+	return (size_t)n;
+}
+
+void sb_add_text(strbuf *b, const char *s)
+{
+	char u[8];
+	while (s && *s) {
+		s += text_unit(s, u);
+		sb_add(b, u);
+	}
+}
+
+/* s shown into out (size bytes, at least 1), cut before the first
+ * character or escape that does not fit whole. */
+void tm_text(char *out, size_t size, const char *s)
+{
+	size_t len = 0;
+	char u[8];
+	while (*s) {
+		size_t k = text_unit(s, u), n = strlen(u);
+		if (len + n >= size)
+			break;
+		memcpy(out + len, u, n);
+		len += n;
+		s += k;
+	}
+	out[len] = '\0';
+}
+
+/* Messages quote file names, JSON keys, host names and file contents:
+ * each is shown as tm_text shows it, so that a message is one line and
+ * no input byte reaches a terminal or a log as a control character. */
 int tm_fail(tm_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;
 	if (err && !err->code) {
+		char raw[2 * sizeof err->msg];
 		err->code = code;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		vsnprintf(raw, sizeof raw, fmt, ap);
 		va_end(ap);
+		tm_text(err->msg, sizeof err->msg, raw);
 	}
 	return code;
 }
@@ -65,10 +166,12 @@ int tm_vfail_at(tm_error *err, int code, const char *file, long line,
                 const char *fmt, va_list ap)
 {
 	if (err && !err->code) {
-		int n = snprintf(err->msg, sizeof err->msg, "%s:%ld: ", file, line);
+		char raw[2 * sizeof err->msg];
+		int n = snprintf(raw, sizeof raw, "%s:%ld: ", file, line);
 		err->code = code;
-		if (n >= 0 && (size_t)n < sizeof err->msg)
-			vsnprintf(err->msg + n, sizeof err->msg - (size_t)n, fmt, ap);
+		if (n >= 0 && (size_t)n < sizeof raw)
+			vsnprintf(raw + n, sizeof raw - (size_t)n, fmt, ap);
+		tm_text(err->msg, sizeof err->msg, raw);
 	}
 	return code;
 }
@@ -84,13 +187,14 @@ void tm_set_warn(tm_warn_fn fn, void *ud)
 
 void tm_warn(const char *fmt, ...)
 {
-	char msg[1024];
+	char raw[2048], msg[1024];
 	va_list ap;
 	if (!warn_fn)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	vsnprintf(raw, sizeof raw, fmt, ap);
 	va_end(ap);
+	tm_text(msg, sizeof msg, raw);
 	warn_fn(warn_ud, msg);
 }
 

@@ -1086,7 +1086,7 @@ static void test_malformed(void **state)
 	     "clocks_event_reasons.active\n"
 	     "2026/01/01 00:00:00.000, 0, 40, 0x00000000000\x10" "0004\n",
 	     "%s:2: field 4: expected a bitmask like 0x0000000000000004, "
-	     "found \"0x00000000000\x10" "0004\"");
+	     "found \"0x00000000000\\x10" "0004\"");  /* the byte shown */
 	/* a 10 MB line */
 	big = xmalloc(10u << 20);
 	memcpy(big, hdr, sizeof hdr - 1);

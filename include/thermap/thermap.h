@@ -35,7 +35,10 @@ enum tm_status {
 	TM_ELIMIT = 6      /* solver limit reached without a feasible placement */
 };
 
-/* The first error met: a full one-line message (file, place, expectation). */
+/* The first error met: a full one-line message (file, place, expectation).
+ * Messages, warnings included, are valid UTF-8 without control characters:
+ * the input text they quote is shown with escapes (\n, \e, \xNN; see
+ * docs/formats.md, Common rules). */
 typedef struct tm_error {
 	int code;        /* enum tm_status */
 	char msg[1024];  /* message without the "thermap: error: " prefix */
