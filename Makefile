@@ -74,6 +74,7 @@ libthermap.a: $(B)/libthermap.a
 check: all $(TEST_BIN) $(B)/gen_cluster
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
+	@THERMAP=$(B)/thermap sh tests/cli/writes.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
@@ -92,6 +93,7 @@ check-san:
 	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
+	@THERMAP=build-san/thermap sh tests/cli/writes.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh
