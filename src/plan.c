@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -702,9 +701,10 @@ static bool remove_plan_at(int dfd, const char *name, int fd)
 		close(efd);
 		unlinkat(fd, "env", AT_REMOVEDIR);
 	}
+	/* gone already (another writer removed it as stale) is removed */
 	if (!same_at(dfd, name, fd))
 		return errno == ENOENT;
-	return unlinkat(dfd, name, AT_REMOVEDIR) == 0;
+	return unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
 }
 
 int tm_plan_check_target(const char *dir, tm_error *err)
@@ -722,6 +722,7 @@ int tm_plan_check_target(const char *dir, tm_error *err)
 	return rc;
 }
 
+#if defined(RENAME_NOREPLACE) && defined(RENAME_EXCHANGE)
 /* The swapped-out target, now under the temporary name tmp: removed when
  * it is what may be replaced, else put back and refused. */
 static int take_out_old(int dfd, char *tmp, const char *base,
@@ -760,9 +761,7 @@ static int take_out_old(int dfd, char *tmp, const char *base,
 		return tm_fail(err, why.code, "%s", why.msg);
 	}
 	step(k);
-	/* a writer removing it as stale holds its lock: leave it to that one */
-	if (flock(ofd, LOCK_EX | LOCK_NB) == 0 &&
-	    !remove_plan_at(dfd, tmp, ofd))
+	if (!remove_plan_at(dfd, tmp, ofd))
 		tm_warn("%s: the previous plan, moved to %s, also holds files "
 		        "that are not a plan's; they are left there", shown,
 		        tshown);
@@ -770,6 +769,7 @@ static int take_out_old(int dfd, char *tmp, const char *base,
 	tmp[0] = '\0';
 	return 0;
 }
+#endif
 
 /* Puts the finished temporary directory tmp in place of base: a rename
  * when nothing is there (or an empty directory: rename(2) replaces only
@@ -810,6 +810,7 @@ static int publish(int dfd, char *tmp, const char *base, const char *shown,
 	 * first moved aside under a temporary name of its own, looked at
 	 * again, and removed after the new one is in place. Between the two
 	 * renames the target is briefly absent. */
+	(void)tshown;
 	if (renameat(dfd, tmp, dfd, base) == 0) {
 		tmp[0] = '\0';
 		step(k);
@@ -837,8 +838,6 @@ static int publish(int dfd, char *tmp, const char *base, const char *shown,
 		               strerror(e));
 	}
 	ofd = openat(dfd, old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ofd >= 0)
-		flock(ofd, LOCK_EX | LOCK_NB);
 	if (ofd < 0 || replaceable_fd(ofd, shown, &why) ||
 	    renameat(dfd, tmp, dfd, base) != 0) {
 		e = errno;
