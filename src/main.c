@@ -31,7 +31,9 @@ static const char usage_main[] =
 "  calibrate  a plan that ran + its telemetry -> the profile fitted to it\n"
 "  diff     the ranks that move between two plans, and why\n"
 "\n"
-"Run 'thermap COMMAND --help' for a command's options.\n"
+"Run 'thermap COMMAND --help' for a command's options: --name VALUE or\n"
+"--name=VALUE, each at most once unless it applies to the files after it;\n"
+"'--' ends the options.\n"
 "exit codes: 0 ok, 1 internal error, 2 usage, 3 no change worth making,\n"
 "4 invalid input, 5 infeasible, 6 solver limit without a placement.\n";
 
