@@ -285,6 +285,19 @@ refuse plan-foreign-many "$P/extra" "holds other files than a plan's (a, b, c, e
 # replan refuses before any work, the same way
 # shellcheck disable=SC2086
 t replan-foreign 2 "thermap: error: $P/extra: holds other files than a plan's (a, b, c, env/run.sh and 2 more); refusing to replace it and delete them" -- replan --previous "$P/ref" $HJ -o "$P/extra"
+for x in fifo:FIFO link:"symbolic link" file:"regular file"; do
+	# shellcheck disable=SC2086
+	t "replan-${x%%:*}" 2 "thermap: error: $P/${x%%:*}: exists and is a ${x#*:}, not a directory; refusing to replace it" -- replan --previous "$P/ref" $HJ -o "$P/${x%%:*}"
+done
+if $root; then
+	# shellcheck disable=SC2086
+	t replan-chardev 2 "thermap: error: $P/null: exists and is a character device, not a directory; refusing to replace it" -- replan --previous "$P/ref" $HJ -o "$P/null"
+	check "replan-chardev: kept" [ -c "$P/null" ]
+else
+	skipped "replan-chardev: making a character device needs root"
+fi
+if [ -p "$P/fifo" ] && [ -L "$P/link" ] && [ "$(cat "$P/file")" = data ]; then ok
+else bad "replan: a refused target changed"; fi
 t plan-dot 2 "thermap: error: .: names no directory of its own" -- plan $HJ -o .
 # an empty directory and a plan are replaced; a trailing slash is the same
 mkdir "$P/empty"
@@ -442,6 +455,14 @@ cp -r "$P/ref" "$W/-old" && cp -r "$P/ref" "$W/-new"
 rc=$?
 if [ $rc = 0 ] && grep -q 'no rank moves' "$W/out"; then ok
 else bad "diff -- -old -new: exit $rc: $(errs)"; fi
+# options that apply per file still repeat: two --replay logs
+n=$(wc -l <$F/telemetry.csv)
+head -n $((n / 2)) $F/telemetry.csv >"$W/rep-a.csv"
+{ head -n 1 $F/telemetry.csv; tail -n +$((n / 2 + 1)) $F/telemetry.csv; } >"$W/rep-b.csv"
+t compare-replay-twice 0 - -- compare --cluster $F/cluster.json --job $F/job-pp2-dp2.json \
+	--replay "$W/rep-a.csv" --replay="$W/rep-b.csv" --host h200x4-a --window 60 \
+	--format csv "$PWD/policies/identity.json"
+check "compare-replay-twice: a step" grep -q '^1,0,60,60,120,identity,' "$W/out"
 t diff-three 2 "thermap: unexpected argument 'c'
 Try 'thermap diff --help'." -- diff a b c
 t plan-operand 2 "thermap: unexpected argument 'x'
