@@ -504,5 +504,9 @@ then ok; else bad "check-json-input: $(cat "$W/out")"; fi
 t check-text 0 "" -- check $CJ --plan "$P/ref"
 check "check-text: one line" [ "$(cat "$W/out")" = "$P/ref: ok: plan $id, 4 ranks on 1 node(s); every rank's GPU in the env files matches plan.json; tp_nvlink holds" ]
 
+# no case above touched the system's devices
+if [ -c /dev/null ] && [ -c /dev/full ]; then ok
+else bad "/dev/null or /dev/full is no longer a character device"; fi
+
 printf 'writes: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
 [ "$fail" = 0 ]
