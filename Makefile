@@ -82,6 +82,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
 	@THERMAP=$(B)/thermap sh tests/cli/inert.sh
+	@THERMAP=$(B)/thermap sh tests/cli/writes.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
 	@THERMAP=$(B)/thermap sh tests/real/replay.sh
@@ -107,6 +108,7 @@ check-san:
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
 	@THERMAP=build-san/thermap sh tests/cli/inert.sh
+	@THERMAP=build-san/thermap sh tests/cli/writes.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
 	@THERMAP=build-san/thermap sh tests/real/replay.sh

@@ -166,19 +166,25 @@ static bool same_but(const chk *K, int a, int b, int dim)
 	return true;
 }
 
-/* tp_nvlink and pp_nvlink as recorded in plan.json; pipeline hops are the
- * chunk-to-chunk transfers that carry activations (act_mib > 0). */
-static int check_links(const chk *K, json_t *cons)
+/* tp_nvlink as recorded in plan.json: every two ranks that differ only in
+ * their tensor-parallel coordinate are joined by NVLink. */
+static int check_tp_nvlink(const chk *K)
 {
 	const tm_job *j = K->j;
-	int pp = j->size[TM_PP];
-	bool tpn = json_is_true(json_object_get(cons, "tp_nvlink"));
-	bool ppn = json_is_true(json_object_get(cons, "pp_nvlink"));
-	for (int a = 0; tpn && a < j->world; a++)
+	for (int a = 0; a < j->world; a++)
 		for (int b = a + 1; b < j->world; b++)
 			if (same_but(K, a, b, TM_TP) && !nvl(K, a, b))
 				return link_fail(K, "tp_nvlink", a, b);
-	for (int c = 0; ppn && c + 1 < j->nstages; c++) {
+	return 0;
+}
+
+/* pp_nvlink: pipeline hops are the chunk-to-chunk transfers that carry
+ * activations (act_mib > 0). */
+static int check_pp_nvlink(const chk *K)
+{
+	const tm_job *j = K->j;
+	int pp = j->size[TM_PP];
+	for (int c = 0; c + 1 < j->nstages; c++) {
 		int from = c % pp, to = (c + 1) % pp;
 		if (from == to || !(j->stages[c].act_mib > 0))
 			continue;
@@ -300,14 +306,10 @@ static int check_previous(const chk *K, json_t *rp, const char *prev_dir)
 	return rc;
 }
 
-/* Memory per rank, and max_moves against torchrun's default placement
- * (node rank n on the n-th host with enough GPUs, local rank i on the GPU
- * with the i-th smallest index), or for a replan against replan.from. */
-static int check_fit(const chk *K, json_t *cons, json_t *rp)
+/* Memory per rank: the sum of mem_gib over its chunks fits its GPU. */
+static int check_memory(const chk *K)
 {
 	const tm_job *j = K->j;
-	int nproc = j->nproc_per_node, moves = 0, n = 0, rc;
-	json_t *mm = json_object_get(cons, "max_moves");
 	for (int r = 0; r < j->world; r++) {
 		const tm_gpu *g = &K->c->nodes[K->host[r]].gpus[K->gpu[r]];
 		double need = 0;
@@ -319,17 +321,25 @@ static int check_fit(const chk *K, json_t *cons, json_t *rp)
 			               K->c->nodes[K->host[r]].host, g->index,
 			               g->memory_gib);
 	}
+	return 0;
+}
+
+/* max_moves (an integer) against torchrun's default placement (node rank
+ * n on the n-th host with enough GPUs, local rank i on the GPU with the
+ * i-th smallest index), or for a replan against replan.from, off which
+ * check_replan counted moves ranks. */
+static int check_max_moves(const chk *K, json_t *mm, json_t *rp, int moves)
+{
+	const tm_job *j = K->j;
+	int nproc = j->nproc_per_node, n = 0;
 	if (rp) {
-		if ((rc = check_replan(K, rp, &moves)))
-			return rc;
-		if (json_is_integer(mm) && moves > json_integer_value(mm))
+		if (moves > json_integer_value(mm))
 			return tm_fail(K->err, TM_EINPUT, "%s: max_moves %lld: %d "
 			               "ranks are off the previous plan", K->dir,
 			               (long long)json_integer_value(mm), moves);
 		return 0;
 	}
-	if (!json_is_integer(mm))
-		return 0;
+	moves = 0;
 	for (int h = 0; h < K->c->nnodes && n < j->world / nproc; h++) {
 		const tm_node *node = &K->c->nodes[h];
 		if (node->ngpus < nproc)
@@ -691,16 +701,114 @@ static int plan_layers(const char *pj, const tm_job *j, json_t *o,
 	return rc;
 }
 
+/* ---- the report of each verification ------------------------------------- */
+
+static const char *const step_names[TM_CK_NSTEPS] = {
+	[TM_CK_INPUT_FILES] = "input_files", [TM_CK_PLAN_JSON] = "plan_json",
+	[TM_CK_INPUTS] = "inputs", [TM_CK_ENV_FILES] = "env_files",
+	[TM_CK_RANKS] = "ranks", [TM_CK_TP_NVLINK] = "tp_nvlink",
+	[TM_CK_PP_NVLINK] = "pp_nvlink", [TM_CK_MEMORY] = "memory",
+	[TM_CK_REPLAN_MOVES] = "replan_moves", [TM_CK_MAX_MOVES] = "max_moves",
+	[TM_CK_PREVIOUS] = "previous", [TM_CK_PREDICTIONS] = "predictions",
+	[TM_CK_MAX_TEMP] = "max_temp_c", [TM_CK_ALLREDUCE] = "allreduce",
+	[TM_CK_EVIDENCE] = "evidence_rule",
+};
+
+static const char *const result_names[] = {
+	[TM_CK_NOT_RUN] = "not_run", [TM_CK_PASS] = "pass",
+	[TM_CK_FAIL] = "fail", [TM_CK_SKIPPED] = "skipped",
+	[TM_CK_NOT_APPLICABLE] = "not_applicable",
+};
+
+void tm_check_report_init(tm_check_report *R)
+{
+	memset(R, 0, sizeof *R);
+	R->failed = -1;
+	R->ranks = R->nodes = -1;
+}
+
+/* Records a verification's outcome and passes rc on. */
+static int mark(tm_check_report *R, int step, int rc)
+{
+	R->result[step] = rc ? TM_CK_FAIL : TM_CK_PASS;
+	if (rc && R->failed < 0)
+		R->failed = step;
+	return rc;
+}
+
+static void set_if_run(tm_check_report *R, int step, int result)
+{
+	if (R->result[step] == TM_CK_NOT_RUN)
+		R->result[step] = result;
+}
+
+int tm_check_report_fail(tm_check_report *R, int step, int rc)
+{
+	return mark(R, step, rc);
+}
+
+char *tm_check_json(const tm_check_report *R, const char *dir, int code,
+                    const char *msg)
+{
+	strbuf b;
+	jw w;
+	sb_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w, NULL, false);
+	jw_str(&w, "format", "thermap.check/1");
+	jw_str(&w, "plan_dir", dir);
+	jw_bool(&w, "ok", code == 0);
+	jw_int(&w, "exit", code);
+	jw_str(&w, "plan", R->plan_id[0] ? R->plan_id : NULL);
+	if (R->ranks >= 0)
+		jw_int(&w, "ranks", R->ranks);
+	else
+		jw_null(&w, "ranks");
+	if (R->nodes >= 0)
+		jw_int(&w, "nodes", R->nodes);
+	else
+		jw_null(&w, "nodes");
+	jw_arr(&w, "checks", false);
+	for (int s = 0; s < TM_CK_NSTEPS; s++) {
+		jw_obj(&w, NULL, true);
+		jw_str(&w, "name", step_names[s]);
+		jw_str(&w, "result", result_names[R->result[s]]);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	if (code) {
+		jw_obj(&w, "failure", true);
+		jw_str(&w, "check", R->failed >= 0 ? step_names[R->failed] : NULL);
+		jw_str(&w, "message", msg);
+		jw_end_obj(&w);
+	} else {
+		jw_null(&w, "failure");
+	}
+	jw_end_obj(&w);
+	return b.s;
+}
+
 int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
                   const char *dir, const char *prev_dir, char *summary,
                   size_t summary_len, tm_error *err)
 {
+	tm_check_report R;
+	tm_check_report_init(&R);
+	return tm_plan_check_ex(c, j, p, dir, prev_dir, summary, summary_len,
+	                        &R, err);
+}
+
+int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
+                     const tm_profile *p, const char *dir,
+                     const char *prev_dir, char *summary, size_t summary_len,
+                     tm_check_report *R, tm_error *err)
+{
 	chk K;
 	tm_job *jr = NULL;
-	json_t *root = NULL, *inputs, *cons;
+	json_t *root = NULL, *inputs, *cons, *rp, *mm;
 	envf *E = NULL;
 	char **names = NULL, envdir[4200];
-	int ne = 0, rc = 0;
+	int ne = 0, rc = 0, moves = 0;
 	const char *id, *s, *v;
 	DIR *d;
 	struct dirent *de;
@@ -710,11 +818,15 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	K.j = j;
 	K.dir = dir;
 	K.err = err;
+	R->result[TM_CK_INPUT_FILES] = TM_CK_PASS;
+	R->ranks = j->world;
+	R->nodes = j->world / j->nproc_per_node;
 	snprintf(K.pj, sizeof K.pj, "%s/plan.json", dir);
-	if ((rc = jin_load(K.pj, "thermap.plan", &root, NULL, err)))
-		return rc;
-	if ((rc = plan_layers(K.pj, j, json_object_get(root, "layers"), &jr,
-	                      err)))
+	if ((rc = mark(R, TM_CK_PLAN_JSON, jin_load(K.pj, "thermap.plan", &root,
+	                                           NULL, err))))
+		goto out;
+	if ((rc = mark(R, TM_CK_PLAN_JSON, plan_layers(K.pj, j,
+	               json_object_get(root, "layers"), &jr, err))))
 		goto out;
 	if (jr)
 		K.j = j = jr;
@@ -722,25 +834,30 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	inputs = json_object_get(root, "inputs");
 	cons = json_object_get(root, "constraints");
 	if (!id || !json_is_object(inputs) || !json_is_object(cons)) {
-		rc = tm_fail(err, TM_EINPUT, "%s: expected id, inputs and "
-		             "constraints", K.pj);
+		rc = mark(R, TM_CK_PLAN_JSON, tm_fail(err, TM_EINPUT, "%s: expected "
+		          "id, inputs and constraints", K.pj));
 		goto out;
 	}
+	snprintf(R->plan_id, sizeof R->plan_id, "%s", id);
 	s = json_string_value(json_object_get(inputs, "cluster"));
 	if (!s || strcmp(s, c->sha256)) {
-		rc = tm_fail(err, TM_EINPUT, "%s: inputs.cluster: the plan was made "
-		             "for another cluster file than %s", K.pj, c->file);
+		rc = mark(R, TM_CK_INPUTS, tm_fail(err, TM_EINPUT, "%s: "
+		          "inputs.cluster: the plan was made for another cluster "
+		          "file than %s", K.pj, c->file));
 		goto out;
 	}
 	s = json_string_value(json_object_get(inputs, "job"));
 	if (!s || strcmp(s, j->sha256)) {
-		rc = tm_fail(err, TM_EINPUT, "%s: inputs.job: the plan was made for "
-		             "another job file than %s", K.pj, j->file);
+		rc = mark(R, TM_CK_INPUTS, tm_fail(err, TM_EINPUT, "%s: inputs.job: "
+		          "the plan was made for another job file than %s", K.pj,
+		          j->file));
 		goto out;
 	}
+	mark(R, TM_CK_INPUTS, 0);
 	snprintf(envdir, sizeof envdir, "%s/env", dir);
 	if (!(d = opendir(envdir))) {
-		rc = tm_fail(err, TM_EINPUT, "%s: no env directory", envdir);
+		rc = mark(R, TM_CK_ENV_FILES, tm_fail(err, TM_EINPUT, "%s: no env "
+		          "directory", envdir));
 		goto out;
 	}
 	while ((de = readdir(d))) {
@@ -755,18 +872,37 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	E = xcalloc((size_t)(ne ? ne : 1), sizeof *E);
 	for (int i = 0; i < ne && !rc; i++)
 		rc = read_env(dir, names[i], &E[i], err);
-	if (rc)
+	if (mark(R, TM_CK_ENV_FILES, rc))
 		goto out;
 	K.host = xmalloc(sizeof(int) * (size_t)j->world);
 	K.gpu = xmalloc(sizeof(int) * (size_t)j->world);
 	K.coord = xmalloc(sizeof *K.coord * (size_t)j->world);
 	odometer(j, K.coord);
-	if ((rc = check_envs(&K, E, ne, id)) ||
-	    (rc = check_ranks(&K, json_object_get(root, "ranks"))) ||
-	    (rc = check_links(&K, cons)) ||
-	    (rc = check_fit(&K, cons, json_object_get(root, "replan"))) ||
-	    (prev_dir && (rc = check_previous(&K, json_object_get(root,
-	                                      "replan"), prev_dir))))
+	rp = json_object_get(root, "replan");
+	mm = json_object_get(cons, "max_moves");
+	if (!json_is_true(json_object_get(cons, "tp_nvlink")))
+		R->result[TM_CK_TP_NVLINK] = TM_CK_NOT_APPLICABLE;
+	if (!json_is_true(json_object_get(cons, "pp_nvlink")))
+		R->result[TM_CK_PP_NVLINK] = TM_CK_NOT_APPLICABLE;
+	if (!rp)
+		R->result[TM_CK_REPLAN_MOVES] = TM_CK_NOT_APPLICABLE;
+	if (!json_is_integer(mm))
+		R->result[TM_CK_MAX_MOVES] = TM_CK_NOT_APPLICABLE;
+	if ((rc = mark(R, TM_CK_ENV_FILES, check_envs(&K, E, ne, id))) ||
+	    (rc = mark(R, TM_CK_RANKS, check_ranks(&K, json_object_get(root,
+	                                           "ranks")))) ||
+	    (R->result[TM_CK_TP_NVLINK] == TM_CK_NOT_RUN &&
+	     (rc = mark(R, TM_CK_TP_NVLINK, check_tp_nvlink(&K)))) ||
+	    (R->result[TM_CK_PP_NVLINK] == TM_CK_NOT_RUN &&
+	     (rc = mark(R, TM_CK_PP_NVLINK, check_pp_nvlink(&K)))) ||
+	    (rc = mark(R, TM_CK_MEMORY, check_memory(&K))) ||
+	    (rp && (rc = mark(R, TM_CK_REPLAN_MOVES, check_replan(&K, rp,
+	                                                          &moves)))) ||
+	    (json_is_integer(mm) && (rc = mark(R, TM_CK_MAX_MOVES,
+	                                       check_max_moves(&K, mm, rp,
+	                                                       moves)))) ||
+	    (prev_dir && (rc = mark(R, TM_CK_PREVIOUS, check_previous(&K, rp,
+	                                                              prev_dir)))))
 		goto out;
 	if (p) {
 		/* re-predict with the profile, and hold the temperature cap */
@@ -774,17 +910,21 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 		double it = json_number_value(json_object_get(pred, "iteration_ms"));
 		double pk = json_number_value(json_object_get(pred, "peak_temp_c"));
 		double cap = json_number_value(json_object_get(cons, "max_temp_c"));
+		const char *verdict = json_string_value(json_object_get(
+		                      json_object_get(root, "decision"), "verdict"));
 		tm_policy *pol = NULL;
 		tm_problem *pb = NULL;
 		tm_eval ev;
 		int *flat = xmalloc(sizeof(int) * (size_t)j->world);
+		if (!json_is_number(json_object_get(cons, "max_temp_c")))
+			R->result[TM_CK_MAX_TEMP] = TM_CK_NOT_APPLICABLE;
+		if (!verdict || !strcmp(verdict, "none"))
+			R->result[TM_CK_EVIDENCE] = TM_CK_NOT_APPLICABLE;
 		rc = tm_policy_default(&pol, err);
 		if (!rc) {
 			pol->tp_nvlink = false;
 			/* a replan may run on hosts that lost GPUs */
-			rc = tm_problem_open(c, p, j, pol, true,
-			                     json_object_get(root, "replan") != NULL,
-			                     &pb, err);
+			rc = tm_problem_open(c, p, j, pol, true, rp != NULL, &pb, err);
 		}
 		if (!rc) {
 			for (int r = 0; r < j->world; r++)
@@ -798,15 +938,17 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 				rc = tm_fail(err, TM_EINPUT, "%s: predicted.peak_temp_c is "
 				             "%.2f; the model gives %.2f", K.pj, pk,
 				             ev.peak_temp_c);
-			else if (json_is_number(json_object_get(cons, "max_temp_c")) &&
-			         ev.peak_temp_c > cap + 0.01)
-				rc = tm_fail(err, TM_EINPUT, "%s: max_temp_c %.1f: the "
-				             "placement reaches %.2f °C", K.pj, cap,
-				             ev.peak_temp_c);
-			else if (!(rc = check_allreduce(&K, pb, pred)))
-				rc = check_decision(&K, pb, json_object_get(root,
-				                    "decision"), cons, flat);
 		}
+		if (!mark(R, TM_CK_PREDICTIONS, rc) &&
+		    !(R->result[TM_CK_MAX_TEMP] == TM_CK_NOT_RUN &&
+		      (rc = mark(R, TM_CK_MAX_TEMP, ev.peak_temp_c > cap + 0.01 ?
+		                 tm_fail(err, TM_EINPUT, "%s: max_temp_c %.1f: the "
+		                         "placement reaches %.2f °C", K.pj, cap,
+		                         ev.peak_temp_c) : 0))) &&
+		    !(rc = mark(R, TM_CK_ALLREDUCE, check_allreduce(&K, pb, pred))) &&
+		    R->result[TM_CK_EVIDENCE] == TM_CK_NOT_RUN)
+			rc = mark(R, TM_CK_EVIDENCE, check_decision(&K, pb,
+			          json_object_get(root, "decision"), cons, flat));
 		free(flat);
 		tm_problem_free(pb);
 		tm_policy_free(pol);
@@ -824,9 +966,18 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
 	         "; pp_nvlink holds" : "",
 	         p ? "; predictions reproduced" : "",
 	         p && v && strcmp(v, "none") ? "; the evidence rule holds" : "",
-	         json_object_get(root, "replan") ? "; replan moves match" : "",
+	         rp ? "; replan moves match" : "",
 	         prev_dir ? " the previous plan" : "");
 out:
+	/* what needs an option that was not given was skipped, not failed */
+	if (!prev_dir)
+		set_if_run(R, TM_CK_PREVIOUS, TM_CK_SKIPPED);
+	if (!p) {
+		set_if_run(R, TM_CK_PREDICTIONS, TM_CK_SKIPPED);
+		set_if_run(R, TM_CK_MAX_TEMP, TM_CK_SKIPPED);
+		set_if_run(R, TM_CK_ALLREDUCE, TM_CK_SKIPPED);
+		set_if_run(R, TM_CK_EVIDENCE, TM_CK_SKIPPED);
+	}
 	for (int i = 0; i < ne; i++) {
 		free(names[i]);
 		free(E[i].host);

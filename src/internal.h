@@ -37,6 +37,7 @@ int tm_utf8_len(const char *s);
 void tm_text(char *out, size_t size, const char *s);
 int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
                  tm_error *err);
+/* Writes data to path through a temporary beside it (tm_out). */
 int tm_write_file_atomic(const char *path, const char *data, size_t len,
                          tm_error *err);
 char *tm_normalise_pci(const char *s);
@@ -59,10 +60,51 @@ void sb_add(strbuf *b, const char *s);
 void sb_addf(strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void sb_add_text(strbuf *b, const char *s);
-/* atomic writes for writers that take a file name: a temporary file beside
- * path (its name in tmp, freed by the caller), then tm_publish_file */
-int tm_temp_beside(const char *path, strbuf *tmp, tm_error *err);
-int tm_publish_file(const char *tmp, const char *path, tm_error *err);
+/* Safe writes (util.c; docs/formats.md, "Writing and replacing").
+ * tm_out: a single file written under PATH.tmp.XXXXXX beside PATH, locked,
+ * then renamed over PATH, which may only be absent or a regular file
+ * (else TM_EUSAGE); every write, the sync and the close are checked
+ * (TM_EINTERNAL, "PATH: cannot write: ..."), and the directory is synced
+ * after the rename. tm_out_open checks the target, removes temporaries of
+ * PATH that no live writer holds, and makes the temporary; tm_out_commit
+ * publishes it and frees o, tm_out_abort removes it. tm_out_name gives a
+ * name of the temporary another library can open: /proc/self/fd/N where
+ * that is the same file, else its path. */
+typedef struct tm_out {
+	int dfd;          /* the target's directory */
+	int fd;           /* the temporary, open for reading and writing */
+	int lock;         /* a second descriptor holding its lock */
+	char *path;       /* the target as given, for messages */
+	char *base;       /* the target's name in dfd */
+	char *dir;        /* dfd's path */
+	char tmp[256];    /* the temporary's name in dfd, "" once published */
+} tm_out;
+int tm_out_open(tm_out *o, const char *path, tm_error *err);
+int tm_out_write(tm_out *o, const void *data, size_t len, tm_error *err);
+int tm_out_name(const tm_out *o, char *buf, size_t cap);
+int tm_out_commit(tm_out *o, tm_error *err);
+void tm_out_abort(tm_out *o);
+/* Whether path may be written by tm_out (0), checked early by commands
+ * before their work; tm_out_open checks again. */
+int tm_check_file_target(const char *path, tm_error *err);
+/* The pieces the plan directory's writer shares: "a FIFO", "a symbolic
+ * link", ... for messages; the directory holding path opened (links in it
+ * followed, as in any path) and the last component (trailing slashes
+ * dropped when dir), which must be a name (TM_EUSAGE), or TM_EINTERNAL
+ * with "PATH: WHAT: reason" when the directory cannot be opened; a locked
+ * temporary BASE.tmp-XXXXXX (dir) or BASE.tmp.XXXXXX (file) made
+ * exclusively in dfd (0 or an errno); the stale temporaries of base
+ * removed (those whose lock can be taken; rm removes a directory, files
+ * are unlinked), returning how many; an fsync of a directory that
+ * tolerates file systems which cannot (0 or an errno). */
+const char *tm_file_kind(unsigned int mode);
+int tm_open_parent(const char *path, bool dir, const char *what, int *dfd,
+                   char **base, char **parent, tm_error *err);
+int tm_temp_at(int dfd, const char *base, bool dir, char *name, size_t cap,
+               int *fd);
+int tm_clean_stale(int dfd, const char *base, bool dir,
+                   bool (*rm)(int dfd, const char *name, int fd));
+int tm_sync_dir(int dfd);
 
 /* jsonin.c: reading validated fields with JSON paths in messages */
 typedef struct jin {
@@ -246,6 +288,11 @@ void tm_plan_doc_free(tm_plan_doc *P);
  * writes members of the top-level object after "predicted"; id (may be
  * NULL) gets the plan id. */
 typedef void (*tm_plan_extra)(jw *w, void *ud);
+/* Whether dir may be replaced by a plan (absent, an empty directory, or a
+ * thermap plan holding nothing else): 0, TM_EUSAGE naming what is in the
+ * way, or TM_EINTERNAL when its parent cannot be opened. tm_plan_write
+ * checks again when it replaces it. */
+int tm_plan_check_target(const char *dir, tm_error *err);
 int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
                      tm_plan_extra extra, void *ud, const char *dir,
                      char id[17], tm_error *err);

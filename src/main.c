@@ -2,9 +2,13 @@
  * main.c — the thermap program: command-line parsing, messages and exit
  * codes around libthermap. Nothing here decides a placement.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "calibrate.h"
@@ -27,7 +31,9 @@ static const char usage_main[] =
 "  calibrate  a plan that ran + its telemetry -> the profile fitted to it\n"
 "  diff     the ranks that move between two plans, and why\n"
 "\n"
-"Run 'thermap COMMAND --help' for a command's options.\n"
+"Run 'thermap COMMAND --help' for a command's options: --name VALUE or\n"
+"--name=VALUE, each at most once unless it applies to the files after it;\n"
+"'--' ends the options.\n"
 "exit codes: 0 ok, 1 internal error, 2 usage, 3 no change worth making,\n"
 "4 invalid input, 5 infeasible, 6 solver limit without a placement.\n";
 
@@ -204,7 +210,7 @@ static const char usage_topo[] =
 
 static const char usage_check[] =
 "usage: thermap check --cluster FILE --job FILE --plan DIR [--profile FILE]\n"
-"                     [--previous DIR]\n"
+"                     [--previous DIR] [--format text|json]\n"
 "\n"
 "  --cluster FILE       the cluster the plan was made for\n"
 "  --job FILE           the job the plan was made for\n"
@@ -212,6 +218,9 @@ static const char usage_check[] =
 "  --profile FILE       also re-predict iteration time and temperatures\n"
 "  --previous DIR       for a plan written by replan: also confirm that it\n"
 "                       replaces this plan and that its moves are from it\n"
+"  --format text|json   text (default): one line when the plan is valid;\n"
+"                       json: one object with every verification and its\n"
+"                       result, and the first failure (docs/formats.md)\n"
 "  --help               this text\n";
 
 /* Every line below goes to people: what it quotes from the command line
@@ -297,49 +306,98 @@ static int report(const tm_error *err)
 	return err->code ? err->code : TM_EINTERNAL;
 }
 
+/* One grammar for every command (docs/thermap.1, "Options"): --name VALUE
+ * and --name=VALUE alike, -o VALUE; an option of one value given twice is
+ * a usage error; flags take no value; '--' ends the options, and every
+ * argument after it is an operand even if it starts with '-'; '-' alone is
+ * an operand (standard input where a command reads files). */
+enum opt_kind {
+	OPT_FLAG,       /* no value; *set becomes true */
+	OPT_ONE,        /* one value, at most once, into *value */
+	OPT_EACH,       /* a value each time, handed to the command in order */
+	OPT_EACH_FLAG,  /* no value, handed to the command each time */
+};
+
 typedef struct opt {
 	const char *name;   /* "--cluster" */
 	const char *alias;  /* "-o" or NULL */
-	bool flag;          /* takes no value */
-	const char **value; /* where a value goes */
-	bool *set;          /* where a flag goes */
+	int kind;           /* enum opt_kind */
+	const char **value; /* OPT_ONE: where the value goes */
+	bool *set;          /* OPT_FLAG: where the flag goes */
+	int given;          /* times given, counted by parse */
 } opt;
 
-/* Parses --name VALUE, --name=VALUE and flags; 0 or TM_EUSAGE. */
+/* Handed each OPT_EACH and OPT_EACH_FLAG option (v NULL for a flag) and
+ * each operand (o NULL) in command-line order; 0 or an exit code, the
+ * message printed. NULL: the command takes no operands. */
+typedef int (*opt_each)(void *ud, const opt *o, const char *v);
+
+/* 0 or TM_EUSAGE (printed). *help: --help or -h was given. */
 static int parse(int argc, char **argv, opt *opts, const char *cmd,
-                 bool *help)
+                 opt_each each, void *ud, bool *help)
 {
 	char cmdsp[32];
+	bool operands = false;
+	int rc;
 	snprintf(cmdsp, sizeof cmdsp, "%s ", cmd);
 	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '=');
-		size_t n = eq ? (size_t)(eq - a) : strlen(a);
+		const char *a = argv[i], *eq = NULL, *v = NULL;
+		char name[64];
+		size_t n;
 		opt *o = NULL;
+		if (operands || a[0] != '-' || a[1] == '\0') {
+			if (!each)
+				return usage_error(cmdsp, "unexpected argument '%s'", a);
+			if ((rc = each(ud, NULL, a)))
+				return rc;
+			continue;
+		}
+		if (!strcmp(a, "--")) {
+			operands = true;
+			continue;
+		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			*help = true;
 			return 0;
 		}
+		if (a[1] == '-')
+			eq = strchr(a, '=');
+		n = eq ? (size_t)(eq - a) : strlen(a);
 		for (opt *p = opts; p->name; p++)
 			if ((strlen(p->name) == n && !strncmp(p->name, a, n)) ||
-			    (p->alias && !strcmp(p->alias, a)))
+			    (p->alias && !eq && !strcmp(p->alias, a)))
 				o = p;
 		if (!o)
-			return usage_error(cmdsp, a[0] == '-' ? "unknown option '%s'" :
-			                   "unexpected argument '%s'", a);
-		if (o->flag) {
+			return usage_error(cmdsp, "unknown option '%s'", a);
+		snprintf(name, sizeof name, "%.*s", (int)(n < 60 ? n : 60), a);
+		if (o->kind == OPT_FLAG || o->kind == OPT_EACH_FLAG) {
 			if (eq)
 				return usage_error(cmdsp, "option '%s' takes no value", a);
-			*o->set = true;
-		} else if (eq) {
-			*o->value = eq + 1;
-		} else if (i + 1 < argc) {
-			*o->value = argv[++i];
-		} else {
+			if (o->kind == OPT_FLAG)
+				*o->set = true;
+			else if ((rc = each(ud, o, NULL)))
+				return rc;
+			continue;
+		}
+		if (eq)
+			v = eq + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else
 			return usage_error(cmdsp, "option '%s' needs a value", a);
+		if (o->kind == OPT_ONE) {
+			if (o->given++)
+				return usage_error(cmdsp, "option '%s' is given more than "
+				                   "once; it takes one value", name);
+			*o->value = v;
+		} else if ((rc = each(ud, o, v))) {
+			return rc;
 		}
 	}
 	return 0;
 }
+
+#define OPT_END { NULL, NULL, OPT_FLAG, NULL, NULL, 0 }
 
 /* The phase-0 program of the job as given, before any solving. */
 static int write_lp(const tm_cluster *c, const tm_profile *p, const tm_job *j,
@@ -354,12 +412,41 @@ static int write_lp(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	return rc;
 }
 
+/* compare's operands are policy files; each --replay adds a log */
+typedef struct compare_args {
+	const char **polf, **logs;
+	int npol, nlog;
+} compare_args;
+
+static int compare_arg(void *ud, const opt *o, const char *v)
+{
+	compare_args *A = ud;
+	if (!o)
+		A->polf[A->npol++] = v;
+	else
+		A->logs[A->nlog++] = v;
+	return 0;
+}
+
 static int cmd_compare(int argc, char **argv)
 {
 	const char *cf = NULL, *pf = NULL, *jf = NULL, *fmt = "text",
 	           *svg = NULL, *win = NULL, *host = NULL, **polf, **logs;
-	bool unprof = false;
+	bool unprof = false, help = false;
 	int npol = 0, nlog = 0, f, rc = 0;
+	opt opts[] = {
+		{ "--cluster", NULL, OPT_ONE, &cf, NULL, 0 },
+		{ "--profile", NULL, OPT_ONE, &pf, NULL, 0 },
+		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
+		{ "--format", NULL, OPT_ONE, &fmt, NULL, 0 },
+		{ "--svg", NULL, OPT_ONE, &svg, NULL, 0 },
+		{ "--window", NULL, OPT_ONE, &win, NULL, 0 },
+		{ "--host", NULL, OPT_ONE, &host, NULL, 0 },
+		{ "--replay", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--allow-unprofiled", NULL, OPT_FLAG, NULL, &unprof, 0 },
+		OPT_END,
+	};
+	compare_args A;
 	tm_cluster *c = NULL;
 	tm_profile *p = NULL;
 	tm_job *j = NULL;
@@ -373,47 +460,21 @@ static int cmd_compare(int argc, char **argv)
 	logs = xcalloc((size_t)argc, sizeof *logs);
 	pols = xcalloc((size_t)argc, sizeof *pols);
 	in = xcalloc((size_t)argc, sizeof *in);
-	for (int i = 2; i < argc && !rc; i++) {
-		const char *a = argv[i], **dst = NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_compare, stdout);
-			goto out;
-		}
-		if (!strcmp(a, "--allow-unprofiled")) {
-			unprof = true;
-			continue;
-		}
-		if (a[0] != '-' || !strcmp(a, "-")) {
-			polf[npol++] = a;
-			continue;
-		}
-		if (!strcmp(a, "--cluster"))
-			dst = &cf;
-		else if (!strcmp(a, "--profile"))
-			dst = &pf;
-		else if (!strcmp(a, "--job"))
-			dst = &jf;
-		else if (!strcmp(a, "--format"))
-			dst = &fmt;
-		else if (!strcmp(a, "--svg"))
-			dst = &svg;
-		else if (!strcmp(a, "--window"))
-			dst = &win;
-		else if (!strcmp(a, "--host"))
-			dst = &host;
-		else if (!strcmp(a, "--replay"))
-			dst = &logs[nlog++];
-		else {
-			rc = usage_error("compare ", "unknown option '%s'", a);
-			break;
-		}
-		if (i + 1 >= argc)
-			rc = usage_error("compare ", "option '%s' needs a value", a);
-		else
-			*dst = argv[++i];
-	}
+	A = (compare_args){ polf, logs, 0, 0 };
+	rc = parse(argc, argv, opts, "compare", compare_arg, &A, &help);
+	npol = A.npol;
+	nlog = A.nlog;
 	if (rc)
 		goto out;
+	if (help) {
+		fputs(usage_compare, stdout);
+		goto out;
+	}
+	if (host && !tm_valid_host(host)) {
+		rc = usage_error("compare ", "--host '%s': expected a host name",
+		                 host);
+		goto out;
+	}
 	if ((f = tm_compare_format(fmt)) < 0) {
 		rc = usage_error("compare ", "--format '%s': expected text, "
 		                 "markdown, csv or json", fmt);
@@ -444,7 +505,8 @@ static int cmd_compare(int argc, char **argv)
 		                 "placements; it does not go with --replay");
 		goto out;
 	}
-	if ((rc = tm_cluster_load(cf, &c, &err)) ||
+	if ((svg && (rc = tm_check_file_target(svg, &err))) ||
+	    (rc = tm_cluster_load(cf, &c, &err)) ||
 	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
 	    (rc = tm_job_load(jf, &j, &err)))
 		goto fail;
@@ -518,15 +580,15 @@ static int cmd_plan(int argc, char **argv)
 	           *lpf = NULL;
 	bool unprof = false, quiet = false, help = false;
 	opt opts[] = {
-		{ "--cluster", NULL, false, &cf, NULL },
-		{ "--profile", NULL, false, &pf, NULL },
-		{ "--job", NULL, false, &jf, NULL },
-		{ "--policy", NULL, false, &polf, NULL },
-		{ "--out", "-o", false, &out, NULL },
-		{ "--allow-unprofiled", NULL, true, NULL, &unprof },
-		{ "--write-lp", NULL, false, &lpf, NULL },
-		{ "--quiet", NULL, true, NULL, &quiet },
-		{ NULL, NULL, false, NULL, NULL },
+		{ "--cluster", NULL, OPT_ONE, &cf, NULL, 0 },
+		{ "--profile", NULL, OPT_ONE, &pf, NULL, 0 },
+		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
+		{ "--policy", NULL, OPT_ONE, &polf, NULL, 0 },
+		{ "--out", "-o", OPT_ONE, &out, NULL, 0 },
+		{ "--allow-unprofiled", NULL, OPT_FLAG, NULL, &unprof, 0 },
+		{ "--write-lp", NULL, OPT_ONE, &lpf, NULL, 0 },
+		{ "--quiet", NULL, OPT_FLAG, NULL, &quiet, 0 },
+		OPT_END,
 	};
 	inputs in;
 	tm_run run;
@@ -535,7 +597,7 @@ static int cmd_plan(int argc, char **argv)
 
 	memset(&run, 0, sizeof run);
 	memset(&in, 0, sizeof in);
-	if ((rc = parse(argc, argv, opts, "plan", &help)))
+	if ((rc = parse(argc, argv, opts, "plan", NULL, NULL, &help)))
 		return rc;
 	if (help) {
 		fputs(usage_plan, stdout);
@@ -544,7 +606,10 @@ static int cmd_plan(int argc, char **argv)
 	if (!cf || !pf || !jf || !out)
 		return usage_error("plan ", "plan needs %s", !cf ? "--cluster" :
 		                   !pf ? "--profile" : !jf ? "--job" : "-o DIR");
-	if ((rc = load_inputs(cf, pf, jf, polf, &in, &err)) ||
+	/* what is in the way of the outputs is said before any work */
+	if ((rc = tm_plan_check_target(out, &err)) ||
+	    (lpf && (rc = tm_check_file_target(lpf, &err))) ||
+	    (rc = load_inputs(cf, pf, jf, polf, &in, &err)) ||
 	    (lpf && (rc = write_lp(in.c, in.p, in.j, in.pol, unprof, lpf,
 	                           &err))) ||
 	    (rc = tm_run_policy(in.c, in.p, in.j, in.pol, unprof, &run,
@@ -574,16 +639,16 @@ static int cmd_replan(int argc, char **argv)
 	           *prevd = NULL, *mgs = TM_MIN_GAIN_DEFAULT;
 	bool unprof = false, quiet = false, help = false;
 	opt opts[] = {
-		{ "--previous", NULL, false, &prevd, NULL },
-		{ "--cluster", NULL, false, &cf, NULL },
-		{ "--profile", NULL, false, &pf, NULL },
-		{ "--job", NULL, false, &jf, NULL },
-		{ "--policy", NULL, false, &polf, NULL },
-		{ "--min-gain", NULL, false, &mgs, NULL },
-		{ "--out", "-o", false, &out, NULL },
-		{ "--allow-unprofiled", NULL, true, NULL, &unprof },
-		{ "--quiet", NULL, true, NULL, &quiet },
-		{ NULL, NULL, false, NULL, NULL },
+		{ "--previous", NULL, OPT_ONE, &prevd, NULL, 0 },
+		{ "--cluster", NULL, OPT_ONE, &cf, NULL, 0 },
+		{ "--profile", NULL, OPT_ONE, &pf, NULL, 0 },
+		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
+		{ "--policy", NULL, OPT_ONE, &polf, NULL, 0 },
+		{ "--min-gain", NULL, OPT_ONE, &mgs, NULL, 0 },
+		{ "--out", "-o", OPT_ONE, &out, NULL, 0 },
+		{ "--allow-unprofiled", NULL, OPT_FLAG, NULL, &unprof, 0 },
+		{ "--quiet", NULL, OPT_FLAG, NULL, &quiet, 0 },
+		OPT_END,
 	};
 	inputs in;
 	tm_min_gain mg;
@@ -593,7 +658,7 @@ static int cmd_replan(int argc, char **argv)
 
 	memset(&res, 0, sizeof res);
 	memset(&in, 0, sizeof in);
-	if ((rc = parse(argc, argv, opts, "replan", &help)))
+	if ((rc = parse(argc, argv, opts, "replan", NULL, NULL, &help)))
 		return rc;
 	if (help) {
 		fputs(usage_replan, stdout);
@@ -606,6 +671,10 @@ static int cmd_replan(int argc, char **argv)
 	if (tm_min_gain_parse(mgs, &mg))
 		return usage_error("replan ", "--min-gain '%s': expected N%%, NC "
 		                   "or N%%,NC (e.g. 1%%,2C)", mgs);
+	if ((rc = tm_plan_check_target(out, &err))) {
+		rc = report(&err);
+		goto out;
+	}
 	if ((rc = load_inputs(cf, pf, jf, polf, &in, &err)))
 		goto fail;
 	rc = tm_replan(in.c, in.p, in.j, in.pol, prevd, unprof, &mg, out, &res,
@@ -629,32 +698,42 @@ out:
 	return rc;
 }
 
+typedef struct diff_args {
+	const char *dirs[2];
+	int nd;
+} diff_args;
+
+static int diff_arg(void *ud, const opt *o, const char *v)
+{
+	diff_args *A = ud;
+	(void)o;
+	if (A->nd == 2)
+		return usage_error("diff ", "unexpected argument '%s'", v);
+	A->dirs[A->nd++] = v;
+	return 0;
+}
+
 static int cmd_diff(int argc, char **argv)
 {
-	const char *dirs[2] = { NULL, NULL }, *fmt = "text";
+	const char *fmt = "text", **dirs;
+	bool help = false;
+	opt opts[] = {
+		{ "--format", NULL, OPT_ONE, &fmt, NULL, 0 },
+		OPT_END,
+	};
+	diff_args A = { { NULL, NULL }, 0 };
 	char *out = NULL;
 	tm_error err = { 0, "" };
-	int nd = 0, f, rc;
+	int nd, f, rc;
 
-	for (int i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_diff, stdout);
-			return 0;
-		}
-		if (!strncmp(a, "--format=", 9))
-			fmt = a + 9;
-		else if (!strcmp(a, "--format") && i + 1 < argc)
-			fmt = argv[++i];
-		else if (!strcmp(a, "--format"))
-			return usage_error("diff ", "option '%s' needs a value", a);
-		else if (a[0] == '-' && a[1])
-			return usage_error("diff ", "unknown option '%s'", a);
-		else if (nd < 2)
-			dirs[nd++] = a;
-		else
-			return usage_error("diff ", "unexpected argument '%s'", a);
+	if ((rc = parse(argc, argv, opts, "diff", diff_arg, &A, &help)))
+		return rc;
+	if (help) {
+		fputs(usage_diff, stdout);
+		return 0;
 	}
+	dirs = A.dirs;
+	nd = A.nd;
 	if (nd < 2)
 		return usage_error("diff ", "%s", "diff needs OLD_DIR and NEW_DIR");
 	if (strcmp(fmt, "text") && strcmp(fmt, "json"))
@@ -690,75 +769,66 @@ static int parse_when(const char *cmd, const char *name, const char *v,
 	return TM_EUSAGE;
 }
 
+/* The telemetry files of profile and calibrate, each with the --host and
+ * --fields given before it. */
+typedef struct tele_args {
+	const char *cmd;     /* "profile " */
+	tm_tele_input *in;
+	int n;
+	const char *host, *fields;
+} tele_args;
+
+static int tele_arg(void *ud, const opt *o, const char *v)
+{
+	tele_args *A = ud;
+	if (!o) {
+		A->in[A->n++] = (tm_tele_input){ v, A->host, A->fields };
+	} else if (!strcmp(o->name, "--host")) {
+		if (!tm_valid_host(v))
+			return usage_error(A->cmd, "--host '%s': expected a host name",
+			                   v);
+		A->host = v;
+	} else {
+		A->fields = v;
+	}
+	return 0;
+}
+
 static int cmd_profile(int argc, char **argv)
 {
-	const char *host = NULL, *fields = NULL, *out = NULL, *basef = NULL;
-	bool want_summary = false, quiet = false;
+	const char *out = NULL, *basef = NULL, *from = NULL, *to = NULL;
+	bool want_summary = false, quiet = false, help = false;
+	opt opts[] = {
+		{ "--host", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--fields", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--out", "-o", OPT_ONE, &out, NULL, 0 },
+		{ "--from", NULL, OPT_ONE, &from, NULL, 0 },
+		{ "--to", NULL, OPT_ONE, &to, NULL, 0 },
+		{ "--baseline", NULL, OPT_ONE, &basef, NULL, 0 },
+		{ "--json-summary", NULL, OPT_FLAG, NULL, &want_summary, 0 },
+		{ "--quiet", NULL, OPT_FLAG, NULL, &quiet, 0 },
+		OPT_END,
+	};
 	char *base = NULL;
 	int nfilled = 0;
 	tm_tele_input *in = xcalloc((size_t)argc, sizeof *in);
+	tele_args A = { "profile ", in, 0, NULL, NULL };
 	tm_tele_opts o = { NAN, NAN, false, false };
 	tm_error err = { 0, "" };
 	char *prof = NULL, *summ = NULL;
-	int n = 0, rc = 0;
+	int n, rc;
 
-	for (int i = 2; i < argc && !rc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
-		size_t k = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a)
-		                                             : strlen(a);
-		static const char *const valued[] = {
-			"--host", "--fields", "--out", "-o", "--from", "--to",
-			"--baseline",
-		};
-		bool takes = false;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_profile, stdout);
-			free(in);
-			return 0;
-		}
-		for (size_t j = 0; j < sizeof valued / sizeof valued[0]; j++)
-			if (strlen(valued[j]) == k && !strncmp(a, valued[j], k))
-				takes = true;
-		if (takes) {
-			if (eq && k < strlen(a))
-				v = eq + 1;
-			else if (i + 1 < argc)
-				v = argv[++i];
-			else
-				rc = usage_error("profile ",
-				                 "option '%s' needs a value", a);
-			if (rc)
-				break;
-			if (!strncmp(a, "--host", k)) {
-				if (!tm_valid_host(v))
-					rc = usage_error("profile ", "--host '%s': "
-					       "expected a host name", v);
-				host = v;
-			} else if (!strncmp(a, "--fields", k)) {
-				fields = v;
-			} else if (!strncmp(a, "--from", k)) {
-				rc = parse_when("profile", "--from", v, &o.from,
-				                &o.from_rel);
-			} else if (!strncmp(a, "--to", k)) {
-				rc = parse_when("profile", "--to", v, &o.to, &o.to_rel);
-			} else if (!strncmp(a, "--baseline", k)) {
-				basef = v;
-			} else {
-				out = v;
-			}
-		} else if (!strcmp(a, "--json-summary")) {
-			want_summary = true;
-		} else if (!strcmp(a, "--quiet")) {
-			quiet = true;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			rc = usage_error("profile ", "unknown option '%s'", a);
-		} else {
-			in[n].file = a;
-			in[n].host = host;
-			in[n].fields = fields;
-			n++;
-		}
+	rc = parse(argc, argv, opts, "profile", tele_arg, &A, &help);
+	n = A.n;
+	if (!rc && help) {
+		fputs(usage_profile, stdout);
+		free(in);
+		return 0;
 	}
+	if (!rc && from)
+		rc = parse_when("profile", "--from", from, &o.from, &o.from_rel);
+	if (!rc && to)
+		rc = parse_when("profile", "--to", to, &o.to, &o.to_rel);
 	if (!rc && n == 0)
 		rc = usage_error("profile ", "%s", "profile needs at least one "
 		                 "telemetry FILE");
@@ -771,6 +841,10 @@ static int cmd_profile(int argc, char **argv)
 	if (rc) {
 		free(in);
 		return rc;
+	}
+	if (out && (rc = tm_check_file_target(out, &err))) {
+		free(in);
+		return report(&err);
 	}
 	if (basef) {
 		/* the baseline must be a valid profile before it lends fields */
@@ -811,75 +885,47 @@ static int cmd_profile(int argc, char **argv)
 
 static int cmd_calibrate(int argc, char **argv)
 {
-	static const char *const valued[] = { "--cluster", "--profile", "--job",
-		"--plan", "--host", "--fields", "--out", "-o", "--from", "--to",
-		NULL };
-	const char *host = NULL, *fields = NULL, *out = NULL;
+	const char *out = NULL, *from = NULL, *to = NULL;
 	tm_tele_input *in = xcalloc((size_t)argc, sizeof *in);
 	tm_cal_opts o;
 	tm_cal_result res;
 	tm_error err = { 0, "" };
-	bool quiet = false;
+	bool quiet = false, help = false;
+	tele_args A = { "calibrate ", in, 0, NULL, NULL };
 	int rc = 0;
 
 	memset(&o, 0, sizeof o);
 	memset(&res, 0, sizeof res);
 	o.window = (tm_tele_opts){ NAN, NAN, false, false };
 	o.tele = in;
-	for (int i = 2; i < argc && !rc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
-		size_t k = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a)
-		                                             : strlen(a);
-		const char *name = NULL;
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_calibrate, stdout);
-			free(in);
-			return 0;
-		}
-		for (int j = 0; valued[j]; j++)
-			if (strlen(valued[j]) == k && !strncmp(a, valued[j], k))
-				name = valued[j];
-		if (!name) {
-			if (!strcmp(a, "--quiet"))
-				quiet = true;
-			else if (a[0] == '-' && a[1] != '\0')
-				rc = usage_error("calibrate ", "unknown option '%s'", a);
-			else
-				in[o.ntele++] = (tm_tele_input){ a, host, fields };
-			continue;
-		}
-		if (eq && k < strlen(a))
-			v = eq + 1;
-		else if (i + 1 < argc)
-			v = argv[++i];
-		else {
-			rc = usage_error("calibrate ", "option '%s' needs a value", a);
-			break;
-		}
-		if (!strcmp(name, "--cluster"))
-			o.cluster = v;
-		else if (!strcmp(name, "--profile"))
-			o.profile = v;
-		else if (!strcmp(name, "--job"))
-			o.job = v;
-		else if (!strcmp(name, "--plan"))
-			o.plan = v;
-		else if (!strcmp(name, "--fields"))
-			fields = v;
-		else if (!strcmp(name, "--from"))
-			rc = parse_when("calibrate", "--from", v, &o.window.from,
-			                &o.window.from_rel);
-		else if (!strcmp(name, "--to"))
-			rc = parse_when("calibrate", "--to", v, &o.window.to,
-			                &o.window.to_rel);
-		else if (!strcmp(name, "--host")) {
-			if (!tm_valid_host(v))
-				rc = usage_error("calibrate ", "--host '%s': expected a "
-				                 "host name", v);
-			host = v;
-		} else
-			out = v;
+	{
+		opt opts[] = {
+			{ "--cluster", NULL, OPT_ONE, &o.cluster, NULL, 0 },
+			{ "--profile", NULL, OPT_ONE, &o.profile, NULL, 0 },
+			{ "--job", NULL, OPT_ONE, &o.job, NULL, 0 },
+			{ "--plan", NULL, OPT_ONE, &o.plan, NULL, 0 },
+			{ "--host", NULL, OPT_EACH, NULL, NULL, 0 },
+			{ "--fields", NULL, OPT_EACH, NULL, NULL, 0 },
+			{ "--out", "-o", OPT_ONE, &out, NULL, 0 },
+			{ "--from", NULL, OPT_ONE, &from, NULL, 0 },
+			{ "--to", NULL, OPT_ONE, &to, NULL, 0 },
+			{ "--quiet", NULL, OPT_FLAG, NULL, &quiet, 0 },
+			OPT_END,
+		};
+		rc = parse(argc, argv, opts, "calibrate", tele_arg, &A, &help);
 	}
+	o.ntele = A.n;
+	if (!rc && help) {
+		fputs(usage_calibrate, stdout);
+		free(in);
+		return 0;
+	}
+	if (!rc && from)
+		rc = parse_when("calibrate", "--from", from, &o.window.from,
+		                &o.window.from_rel);
+	if (!rc && to)
+		rc = parse_when("calibrate", "--to", to, &o.window.to,
+		                &o.window.to_rel);
 	if (!rc && (!o.cluster || !o.profile || !o.job || !o.plan || !out ||
 	            !o.ntele))
 		rc = usage_error("calibrate ", "calibrate needs %s", !o.cluster ?
@@ -893,7 +939,8 @@ static int cmd_calibrate(int argc, char **argv)
 		free(in);
 		return rc;
 	}
-	if ((rc = tm_calibrate(&o, &res, &err)) ||
+	if ((rc = tm_check_file_target(out, &err)) ||
+	    (rc = tm_calibrate(&o, &res, &err)) ||
 	    (rc = tm_write_file_atomic(out, res.profile, strlen(res.profile),
 	                               &err))) {
 		rc = report(&err);
@@ -907,72 +954,73 @@ static int cmd_calibrate(int argc, char **argv)
 	return rc;
 }
 
-static int cmd_topo(int argc, char **argv)
+/* topo's sources, each with the --host given before it */
+typedef struct topo_args {
+	tm_topo_input *in;
+	int n;
+	const char *host;
+} topo_args;
+
+static int topo_arg(void *ud, const opt *o, const char *v)
 {
 	static const char *const kinds[] = { "smi-topo", "gpus", "hwloc",
 	                                     "nccl" };
+	topo_args *A = ud;
+	if (!o)
+		return usage_error("topo ", "unexpected argument '%s'", v);
+	if (!strcmp(o->name, "--host")) {
+		if (!tm_valid_host(v))
+			return usage_error("topo ", "--host '%s': expected a host "
+			                   "name", v);
+		A->host = v;
+		return 0;
+	}
+	A->in[A->n].host = A->host;
+	A->in[A->n].kind = "local";
+	for (size_t j = 0; j < 4; j++)
+		if (!strcmp(o->name + 2, kinds[j]))
+			A->in[A->n].kind = kinds[j];
+	A->in[A->n++].file = v;
+	return 0;
+}
+
+static int cmd_topo(int argc, char **argv)
+{
+	static const char *const kinds[] = { "smi-topo", "gpus", "hwloc",
+	                                     "nccl", "local" };
 	tm_topo_input *in = xcalloc((size_t)argc, sizeof *in);
-	const char *host = NULL, *prefer = NULL, *out = NULL;
+	const char *prefer = NULL, *out = NULL;
+	bool help = false;
+	opt opts[] = {
+		{ "--host", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--smi-topo", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--gpus", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--hwloc", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--nccl", NULL, OPT_EACH, NULL, NULL, 0 },
+		{ "--local", NULL, OPT_EACH_FLAG, NULL, NULL, 0 },
+		{ "--prefer", NULL, OPT_ONE, &prefer, NULL, 0 },
+		{ "--out", "-o", OPT_ONE, &out, NULL, 0 },
+		OPT_END,
+	};
+	topo_args A = { in, 0, NULL };
 	char *cl = NULL;
 	tm_error err = { 0, "" };
-	int n = 0, rc = 0;
+	int n, rc;
 
-	for (int i = 2; i < argc && !rc; i++) {
-		const char *a = argv[i], *eq = strchr(a, '='), *v = NULL;
-		size_t k = eq && a[0] == '-' && a[1] == '-' ? (size_t)(eq - a)
-		                                             : strlen(a);
-		char name[32];
-		snprintf(name, sizeof name, "%.*s", (int)k, a);
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			fputs(usage_topo, stdout);
-			free(in);
-			return 0;
-		}
-		if (!strcmp(a, "--local")) {
-			in[n].host = host;
-			in[n].kind = "local";
-			in[n++].file = NULL;
-			continue;
-		}
-		if (strcmp(name, "--host") && strcmp(name, "--prefer") &&
-		    strcmp(name, "--out") && strcmp(name, "-o") &&
-		    strcmp(name, "--smi-topo") && strcmp(name, "--gpus") &&
-		    strcmp(name, "--hwloc") && strcmp(name, "--nccl")) {
-			rc = usage_error("topo ", a[0] == '-' ? "unknown option "
-			                 "'%s'" : "unexpected argument '%s'", a);
-			break;
-		}
-		if (eq && k < strlen(a))
-			v = eq + 1;
-		else if (i + 1 < argc)
-			v = argv[++i];
-		else {
-			rc = usage_error("topo ", "option '%s' needs a value", a);
-			break;
-		}
-		if (!strcmp(name, "--host")) {
-			if (!tm_valid_host(v))
-				rc = usage_error("topo ", "--host '%s': expected a "
-				                 "host name", v);
-			host = v;
-		} else if (!strcmp(name, "--prefer")) {
-			bool ok = !strcmp(v, "local");
-			for (size_t j = 0; j < 4; j++)
-				ok |= !strcmp(v, kinds[j]);
-			if (!ok)
-				rc = usage_error("topo ", "--prefer '%s': expected "
-				                 "smi-topo, gpus, hwloc, nccl or "
-				                 "local", v);
-			prefer = v;
-		} else if (!strcmp(name, "--out") || !strcmp(name, "-o")) {
-			out = v;
-		} else {
-			in[n].host = host;
-			for (size_t j = 0; j < 4; j++)
-				if (!strcmp(name + 2, kinds[j]))
-					in[n].kind = kinds[j];
-			in[n++].file = v;
-		}
+	rc = parse(argc, argv, opts, "topo", topo_arg, &A, &help);
+	n = A.n;
+	if (!rc && help) {
+		fputs(usage_topo, stdout);
+		free(in);
+		return 0;
+	}
+	if (!rc && prefer) {
+		bool ok = false;
+		for (size_t j = 0; j < 5; j++)
+			ok |= !strcmp(prefer, kinds[j]);
+		if (!ok)
+			rc = usage_error("topo ", "--prefer '%s': expected smi-topo, "
+			                 "gpus, hwloc, nccl or local", prefer);
 	}
 	if (!rc && n == 0)
 		rc = usage_error("topo ", "%s", "topo needs a source: --smi-topo, "
@@ -981,13 +1029,17 @@ static int cmd_topo(int argc, char **argv)
 		free(in);
 		return rc;
 	}
+	if (out && (rc = tm_check_file_target(out, &err))) {
+		free(in);
+		return report(&err);
+	}
 	rc = tm_topo_build(in, n, prefer, &cl, &err);
-	if (!rc && out)
-		rc = tm_write_file_atomic(out, cl, strlen(cl), &err);
 	if (rc)
 		rc = err.code == TM_EUSAGE ? (fprintf(stderr, "thermap: %s\n"
 		     "Try 'thermap topo --help'.\n", err.msg), TM_EUSAGE)
 		                          : report(&err);
+	else if (out && (rc = tm_write_file_atomic(out, cl, strlen(cl), &err)))
+		rc = report(&err);
 	else if (!out)
 		fputs(cl, stdout);
 	free(cl);
@@ -998,24 +1050,27 @@ static int cmd_topo(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	const char *cf = NULL, *jf = NULL, *dir = NULL, *pf = NULL,
-	           *prevd = NULL;
+	           *prevd = NULL, *fmt = "text";
 	bool help = false;
 	opt opts[] = {
-		{ "--cluster", NULL, false, &cf, NULL },
-		{ "--job", NULL, false, &jf, NULL },
-		{ "--plan", NULL, false, &dir, NULL },
-		{ "--previous", NULL, false, &prevd, NULL },
-		{ "--profile", NULL, false, &pf, NULL },
-		{ NULL, NULL, false, NULL, NULL },
+		{ "--cluster", NULL, OPT_ONE, &cf, NULL, 0 },
+		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
+		{ "--plan", NULL, OPT_ONE, &dir, NULL, 0 },
+		{ "--previous", NULL, OPT_ONE, &prevd, NULL, 0 },
+		{ "--profile", NULL, OPT_ONE, &pf, NULL, 0 },
+		{ "--format", NULL, OPT_ONE, &fmt, NULL, 0 },
+		OPT_END,
 	};
 	tm_cluster *c = NULL;
 	tm_job *j = NULL;
 	tm_profile *p = NULL;
 	tm_error err = { 0, "" };
+	tm_check_report R;
 	char summary[1024];
+	bool json;
 	int rc;
 
-	if ((rc = parse(argc, argv, opts, "check", &help)))
+	if ((rc = parse(argc, argv, opts, "check", NULL, NULL, &help)))
 		return rc;
 	if (help) {
 		fputs(usage_check, stdout);
@@ -1024,13 +1079,27 @@ static int cmd_check(int argc, char **argv)
 	if (!cf || !jf || !dir)
 		return usage_error("check ", "check needs %s", !cf ? "--cluster" :
 		                   !jf ? "--job" : "--plan");
+	if (strcmp(fmt, "text") && strcmp(fmt, "json"))
+		return usage_error("check ", "--format '%s': expected text or json",
+		                   fmt);
+	json = !strcmp(fmt, "json");
+	tm_check_report_init(&R);
 	if ((rc = tm_cluster_load(cf, &c, &err)) ||
 	    (rc = tm_job_load(jf, &j, &err)) ||
-	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
-	    (rc = tm_plan_check(c, j, p, dir, prevd, summary, sizeof summary,
-	                        &err)))
-		rc = report(&err);
+	    (pf && (rc = tm_profile_load(pf, &p, &err))))
+		tm_check_report_fail(&R, TM_CK_INPUT_FILES, rc);
 	else
+		rc = tm_plan_check_ex(c, j, p, dir, prevd, summary, sizeof summary,
+		                      &R, &err);
+	if (json) {
+		char *s = tm_check_json(&R, dir, rc ? (err.code ? err.code :
+		                        TM_EINTERNAL) : 0, rc ? err.msg : NULL);
+		fputs(s, stdout);
+		free(s);
+	}
+	if (rc)
+		rc = report(&err);
+	else if (!json)
 		say(stdout, "", "%s", summary);
 	tm_profile_free(p);
 	tm_job_free(j);
@@ -1038,9 +1107,41 @@ static int cmd_check(int argc, char **argv)
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* A closed standard stream would hand its number to the first file
+ * opened, and output meant for it would land there: each closed one is
+ * opened on /dev/null the wrong way round, so that using it fails. */
+static void guard_std_fds(void)
 {
-	tm_set_warn(on_warn, NULL);
+	for (int fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", fd ? O_RDONLY : O_WRONLY);
+			if (n >= 0 && n != fd)
+				close(n);
+		}
+}
+
+/* Output to stdout is buffered: a full disk, /dev/full or a closed pipe
+ * shows only when it is flushed. A command that succeeded but whose
+ * output was lost fails with one line. */
+static int finish(int rc)
+{
+	int e = 0;
+	if (fflush(stdout) != 0)
+		e = errno ? errno : EIO;
+	else if (ferror(stdout))
+		e = EIO;
+	if (fclose(stdout) != 0 && !e)
+		e = errno ? errno : EIO;
+	if (e && (rc == 0 || rc == TM_ENOCHANGE)) {
+		fprintf(stderr, "thermap: error: standard output: cannot write: "
+		        "%s\n", strerror(e));
+		return TM_EINTERNAL;
+	}
+	return rc;
+}
+
+static int run(int argc, char **argv)
+{
 	if (argc < 2)
 		return usage_error("", "%s", "no command given");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
@@ -1052,7 +1153,7 @@ int main(int argc, char **argv)
 		printf("thermap %s\n", TM_VERSION);
 		return 0;
 	}
-	for (int i = 2; i < argc; i++)
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--version")) {
 			printf("thermap %s\n", TM_VERSION);
 			return 0;
@@ -1074,4 +1175,14 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "calibrate"))
 		return cmd_calibrate(argc, argv);
 	return usage_error("", "unknown command '%s'", argv[1]);
+}
+
+int main(int argc, char **argv)
+{
+	guard_std_fds();
+	/* a file over the size limit (ulimit -f) is a write error to report,
+	 * not a signal that kills the program */
+	signal(SIGXFSZ, SIG_IGN);
+	tm_set_warn(on_warn, NULL);
+	return finish(run(argc, argv));
 }

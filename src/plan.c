@@ -467,8 +467,10 @@ static void write_launch(const tm_problem *pb, const int *flat,
 
 /* THERMAP_TEST_STOP_AT=k stops the process (SIGSTOP) at the k-th step of
  * writing a plan (1: the temporary directory made, then after each file,
- * last after the rename), so that a test can kill it there and show that
- * no half-written plan is ever visible (tests/replan/run.sh). */
+ * then after the rename into place, last after the previous plan is
+ * removed), so that a test can kill it there or change the target under
+ * it and show that no half-written plan is ever visible and nothing but
+ * a plan is replaced (tests/replan/run.sh, tests/cli/writes.sh). */
 static void step(int *k)
 {
 	const char *v = getenv("THERMAP_TEST_STOP_AT");
@@ -476,107 +478,419 @@ static void step(int *k)
 		raise(SIGSTOP);
 }
 
-static int write_file(const char *path, const strbuf *b, tm_error *err)
+/* Writes one file of the plan, new, in the directory open as dfd; shown
+ * is its path for messages. */
+static int write_file_at(int dfd, const char *name, const char *shown,
+                         const strbuf *b, tm_error *err)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	                O_CLOEXEC, 0644);
 	size_t off = 0;
 	if (fd < 0)
-		return tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s", path,
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s", shown,
 		               strerror(errno));
+	if (fchmod(fd, 0644) != 0) {
+		int e = errno;
+		close(fd);
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s", shown,
+		               strerror(e));
+	}
 	while (off < b->len) {
 		ssize_t n = write(fd, b->s + off, b->len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			int e = errno;
+		if (n <= 0) {
+			int e = n < 0 ? errno : ENOSPC;
 			close(fd);
-			return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", path,
+			return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", shown,
 			               strerror(e));
 		}
 		off += (size_t)n;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0)
-		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", path,
+	if (fsync(fd) != 0) {
+		int e = errno;
+		close(fd);
+		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", shown,
+		               strerror(e));
+	}
+	if (close(fd) != 0)
+		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", shown,
 		               strerror(errno));
 	return 0;
 }
 
-/* Removes a plan directory: files, and the files of its subdirectories. */
-static void remove_tree(const char *dir, int depth)
+static bool same_at(int dfd, const char *name, int fd)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char path[4096];
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode) && depth < 2)
-			remove_tree(path, depth + 1);
-		else
-			unlink(path);
-	}
-	closedir(d);
-	rmdir(dir);
+	struct stat a, b;
+	return fstat(fd, &a) == 0 &&
+	       fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* An existing target may be replaced only if it is a plan or empty. */
-static int replaceable(const char *dir, tm_error *err)
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in the directory open as fd, sorted; NULL when it cannot be
+ * read. */
+static char **list_at(int fd, int *n)
+{
+	int d2 = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+	struct dirent *e;
+	char **v = NULL;
+	*n = 0;
+	if (!d) {
+		if (d2 >= 0)
+			close(d2);
+		return NULL;
+	}
+	v = xmalloc(sizeof(char *));
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			v = xrealloc(v, sizeof(char *) * (size_t)(*n + 1));
+			v[(*n)++] = xstrdup(e->d_name);
+		}
+	closedir(d);
+	qsort(v, (size_t)*n, sizeof(char *), cmp_name);
+	return v;
+}
+
+static void free_list(char **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static bool is_env_name(const char *s)
+{
+	size_t n = strlen(s);
+	return n > 4 && !strcmp(s + n - 4, ".env");
+}
+
+/* Whether plan.json in the directory open as fd is a thermap plan: a
+ * regular file whose "format" is thermap.plan/N. */
+static bool holds_plan_json(int fd)
 {
 	struct stat st;
-	char path[4096];
-	DIR *d;
-	struct dirent *e;
-	bool empty = true;
+	char *b;
+	size_t n = 0;
+	json_t *root;
+	const char *f;
+	bool ok;
+	int pf = openat(fd, "plan.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	                O_CLOEXEC);
+	if (pf < 0)
+		return false;
+	if (fstat(pf, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (unsigned long long)st.st_size > TM_MAX_INPUT_BYTES) {
+		close(pf);
+		return false;
+	}
+	b = xmalloc((size_t)st.st_size + 1);
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(pf, b + n, (size_t)st.st_size - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(pf);
+	root = json_loadb(b, n, 0, NULL);
+	free(b);
+	f = json_string_value(json_object_get(root, "format"));
+	ok = f && !strncmp(f, "thermap.plan/", 13);
+	json_decref(root);
+	return ok;
+}
 
-	if (lstat(dir, &st) != 0)
-		return errno == ENOENT ? 0 : tm_fail(err, TM_EUSAGE, "%s: %s", dir,
-		                                     strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return tm_fail(err, TM_EUSAGE, "%s: exists and is not a directory",
-		               dir);
-	snprintf(path, sizeof path, "%s/plan.json", dir);
-	if (access(path, F_OK) == 0)
+/* What a plan directory may be replaced with the new plan: an empty
+ * directory, or a thermap plan that holds nothing but a plan's names
+ * (plan.json, launch.txt, env/ with HOST.env files); anything else is
+ * refused with TM_EUSAGE, naming what is not a plan's. fd: the directory,
+ * shown: the target's name for messages. */
+static int replaceable_fd(int fd, const char *shown, tm_error *err)
+{
+	char **v, **ev = NULL;
+	int n, ne = 0, nforeign = 0;
+	bool plan = false;
+	strbuf f;
+
+	if (!(v = list_at(fd, &n)))
+		return tm_fail(err, TM_EUSAGE, "%s: cannot be read: %s", shown,
+		               strerror(errno));
+	if (n == 0) {
+		free_list(v, n);
 		return 0;
-	if (!(d = opendir(dir)))
-		return tm_fail(err, TM_EUSAGE, "%s: %s", dir, strerror(errno));
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			empty = false;
-	closedir(d);
-	if (!empty)
+	}
+	sb_init(&f);
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		bool mine = false;
+		if (fstatat(fd, v[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;  /* gone meanwhile */
+		if (!strcmp(v[i], "plan.json") && S_ISREG(st.st_mode))
+			plan = mine = true;
+		else if (!strcmp(v[i], "launch.txt") && S_ISREG(st.st_mode))
+			mine = true;
+		else if (!strcmp(v[i], "env") && S_ISDIR(st.st_mode)) {
+			int efd = openat(fd, "env", O_RDONLY | O_DIRECTORY |
+			                 O_NOFOLLOW | O_CLOEXEC);
+			mine = efd >= 0 && (ev = list_at(efd, &ne)) != NULL;
+			for (int k = 0; mine && k < ne; k++) {
+				struct stat es;
+				if (fstatat(efd, ev[k], &es, AT_SYMLINK_NOFOLLOW) != 0)
+					continue;
+				if (is_env_name(ev[k]) && S_ISREG(es.st_mode))
+					continue;
+				if (nforeign++ < 4)
+					sb_addf(&f, "%senv/%s%s", f.len ? ", " : "", ev[k],
+					        S_ISDIR(es.st_mode) ? "/" : "");
+			}
+			if (ev)
+				free_list(ev, ne);
+			ev = NULL;
+			if (efd >= 0)
+				close(efd);
+		}
+		if (!mine && nforeign++ < 4)
+			sb_addf(&f, "%s%s%s", f.len ? ", " : "", v[i],
+			        S_ISDIR(st.st_mode) ? "/" : "");
+	}
+	free_list(v, n);
+	if (!plan || !holds_plan_json(fd)) {
+		sb_free(&f);
 		return tm_fail(err, TM_EUSAGE, "%s: exists and is not a thermap "
-		               "plan directory; refusing to replace it", dir);
+		               "plan directory; refusing to replace it", shown);
+	}
+	if (nforeign) {
+		int rc;
+		if (nforeign > 4)
+			sb_addf(&f, " and %d more", nforeign - 4);
+		rc = tm_fail(err, TM_EUSAGE, "%s: holds other files than a plan's "
+		             "(%s); refusing to replace it and delete them",
+		             shown, f.s);
+		sb_free(&f);
+		return rc;
+	}
+	sb_free(&f);
 	return 0;
 }
 
-static int publish(const char *tmp, const char *dir, tm_error *err)
+/* The target name in dfd: absent (0), or a directory replaceable_fd
+ * accepts. */
+static int target_ok(int dfd, const char *name, const char *shown,
+                     tm_error *err)
 {
 	struct stat st;
-	char old[4200];
+	int rc, fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	                    O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return 0;
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode))
+			return tm_fail(err, TM_EUSAGE, "%s: exists and is %s, not a "
+			               "directory; refusing to replace it", shown,
+			               tm_file_kind(st.st_mode));
+		return tm_fail(err, TM_EUSAGE, "%s: cannot be inspected: %s",
+		               shown, strerror(e));
+	}
+	rc = replaceable_fd(fd, shown, err);
+	close(fd);
+	return rc;
+}
 
-	if (lstat(dir, &st) != 0) {
-		if (rename(tmp, dir) != 0)
-			return tm_fail(err, TM_EINTERNAL, "%s: cannot rename into "
-			               "place: %s", dir, strerror(errno));
+/* Removes what a plan holds (plan.json, launch.txt, env/ and its HOST.env
+ * files) from the directory open as fd, every name relative to a
+ * descriptor and none followed, then the directory, name in dfd, if it is
+ * still that directory. Anything else in it stays, and with it the
+ * directory: false then. */
+static bool remove_plan_at(int dfd, const char *name, int fd)
+{
+	int efd = openat(fd, "env", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	                 O_CLOEXEC);
+	unlinkat(fd, "plan.json", 0);
+	unlinkat(fd, "launch.txt", 0);
+	if (efd >= 0) {
+		int n;
+		char **v = list_at(efd, &n);
+		for (int i = 0; v && i < n; i++) {
+			struct stat st;
+			if (is_env_name(v[i]) &&
+			    fstatat(efd, v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISREG(st.st_mode))
+				unlinkat(efd, v[i], 0);
+		}
+		if (v)
+			free_list(v, n);
+		close(efd);
+		unlinkat(fd, "env", AT_REMOVEDIR);
+	}
+	/* gone already (another writer removed it as stale) is removed */
+	if (!same_at(dfd, name, fd))
+		return errno == ENOENT;
+	return unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+}
+
+int tm_plan_check_target(const char *dir, tm_error *err)
+{
+	int dfd, rc;
+	char *base, *parent;
+	if ((rc = tm_open_parent(dir, true, "cannot create a temporary "
+	                         "directory beside it", &dfd, &base, &parent,
+	                         err)))
+		return rc;
+	rc = target_ok(dfd, base, dir, err);
+	close(dfd);
+	free(base);
+	free(parent);
+	return rc;
+}
+
+#if defined(RENAME_NOREPLACE) && defined(RENAME_EXCHANGE)
+/* The swapped-out target, now under the temporary name tmp: removed when
+ * it is what may be replaced, else put back and refused. */
+static int take_out_old(int dfd, char *tmp, const char *base,
+                        const char *shown, const char *tshown, int *k,
+                        tm_error *err)
+{
+	struct stat st;
+	tm_error why = { 0, "" };
+	int ofd = openat(dfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	                 O_CLOEXEC);
+	int rc = 0;
+
+	if (ofd < 0) {
+		if (fstatat(dfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			tm_fail(&why, TM_EUSAGE, "%s: exists and is %s, not a "
+			        "directory; refusing to replace it", shown,
+			        tm_file_kind(st.st_mode));
+		else
+			tm_fail(&why, TM_EUSAGE, "%s: changed while the plan was "
+			        "written; refusing to replace it", shown);
+	} else {
+		replaceable_fd(ofd, shown, &why);
+	}
+	if (why.code) {
+		/* it changed since it was checked: put it back */
+		if (ofd >= 0)
+			close(ofd);
+		if (renameat2(dfd, tmp, dfd, base, RENAME_EXCHANGE) != 0) {
+			rc = tm_fail(err, TM_EINTERNAL, "%s: changed while the plan "
+			             "was written and cannot be put back: the new "
+			             "plan is in %s, what was there is now %s: %s",
+			             shown, shown, tshown, strerror(errno));
+			tmp[0] = '\0';  /* not ours any more */
+			return rc;
+		}
+		return tm_fail(err, why.code, "%s", why.msg);
+	}
+	step(k);
+	if (!remove_plan_at(dfd, tmp, ofd))
+		tm_warn("%s: the previous plan, moved to %s, also holds files "
+		        "that are not a plan's; they are left there", shown,
+		        tshown);
+	close(ofd);
+	tmp[0] = '\0';
+	return 0;
+}
+#endif
+
+/* Puts the finished temporary directory tmp in place of base: a rename
+ * when nothing is there (or an empty directory: rename(2) replaces only
+ * that), else an exchange, after which what came out is looked at again
+ * and removed, or put back. tmp becomes "" once it is not ours to
+ * remove. */
+static int publish(int dfd, char *tmp, const char *base, const char *shown,
+                   const char *tshown, int *k, tm_error *err)
+{
+	char old[256];
+	int ofd, e, rc;
+	tm_error why = { 0, "" };
+
+#if defined(RENAME_NOREPLACE) && defined(RENAME_EXCHANGE)
+	if (renameat2(dfd, tmp, dfd, base, RENAME_NOREPLACE) == 0) {
+		tmp[0] = '\0';
+		step(k);
+		step(k);
 		return 0;
 	}
-#ifdef RENAME_EXCHANGE
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_EXCHANGE) == 0) {
-		remove_tree(tmp, 0);  /* tmp now holds the old plan */
-		return 0;
+	if (errno == EEXIST) {
+		if (renameat2(dfd, tmp, dfd, base, RENAME_EXCHANGE) == 0) {
+			if ((rc = take_out_old(dfd, tmp, base, shown, tshown, k, err)))
+				return rc;
+			step(k);
+			return 0;
+		}
+		if (errno != EINVAL && errno != ENOSYS)
+			return tm_fail(err, TM_EINTERNAL, "%s: cannot replace: %s",
+			               shown, strerror(errno));
+	} else if (errno != EINVAL && errno != ENOSYS) {
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot rename into place: "
+		               "%s", shown, strerror(errno));
 	}
 #endif
-	snprintf(old, sizeof old, "%s.old-%ld", dir, (long)getpid());
-	if (rename(dir, old) != 0 || rename(tmp, dir) != 0)
-		return tm_fail(err, TM_EINTERNAL, "%s: cannot replace: %s", dir,
-		               strerror(errno));
-	remove_tree(old, 0);
+	/* Without renameat2: a plain rename puts it in place of nothing or
+	 * of an empty directory, and fails on anything else; a plan there is
+	 * first moved aside under a temporary name of its own, looked at
+	 * again, and removed after the new one is in place. Between the two
+	 * renames the target is briefly absent. */
+	(void)tshown;
+	if (renameat(dfd, tmp, dfd, base) == 0) {
+		tmp[0] = '\0';
+		step(k);
+		step(k);
+		return 0;
+	}
+	e = errno;
+	if (e != ENOTEMPTY && e != EEXIST) {
+		if ((rc = target_ok(dfd, base, shown, err)))
+			return rc;
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot rename into place: "
+		               "%s", shown, strerror(e));
+	}
+	if ((e = tm_temp_at(dfd, base, true, old, sizeof old, &ofd)))
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot replace: %s", shown,
+		               strerror(e));
+	close(ofd);
+	/* onto our empty directory: only a directory can go there */
+	if (renameat(dfd, base, dfd, old) != 0) {
+		e = errno;
+		unlinkat(dfd, old, AT_REMOVEDIR);
+		if ((rc = target_ok(dfd, base, shown, err)))
+			return rc;
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot replace: %s", shown,
+		               strerror(e));
+	}
+	ofd = openat(dfd, old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ofd < 0 || replaceable_fd(ofd, shown, &why) ||
+	    renameat(dfd, tmp, dfd, base) != 0) {
+		e = errno;
+		if (ofd >= 0)
+			close(ofd);
+		if (renameat(dfd, old, dfd, base) != 0)
+			return tm_fail(err, TM_EINTERNAL, "%s: cannot be put back "
+			               "after a failed replace; it is now %.*s%s: %s",
+			               shown, (int)(strlen(shown) - strlen(base)),
+			               shown, old, strerror(errno));
+		if (why.code)
+			return tm_fail(err, why.code, "%s", why.msg);
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot rename into place: "
+		               "%s", shown, strerror(e));
+	}
+	tmp[0] = '\0';
+	step(k);
+	if (!remove_plan_at(dfd, old, ofd))
+		tm_warn("%s: the previous plan, moved to %.*s%s, also holds files "
+		        "that are not a plan's; they are left there", shown,
+		        (int)(strlen(shown) - strlen(base)), shown, old);
+	close(ofd);
+	step(k);
 	return 0;
 }
 
@@ -592,10 +906,11 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 {
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	char id[17], tmp[4096], path[4400];
+	char id[17], tmp[256], shown[3100], tshown[3400], path[3800];
+	char *name = NULL, *parent = NULL;
 	strbuf b;
 	size_t dl = strlen(dir);
-	int rc = 0, k = 0;
+	int rc = 0, k = 0, dfd = -1, tfd = -1, efd = -1, e;
 
 	while (dl > 1 && dir[dl - 1] == '/')
 		dl--;
@@ -605,56 +920,82 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		return tm_fail(err, TM_EUSAGE, "plan directory name is empty or "
 		               "too long");
 	}
+	snprintf(shown, sizeof shown, "%.*s", (int)dl, dir);
+	tmp[0] = '\0';
 	tm_placement_to_flat(pb, sol->pl, flat);
 	tm_identity(pb, base);
 	tm_plan_id(pb, flat, id);
-	if ((rc = replaceable(dir, err)))
+	if ((rc = tm_open_parent(shown, true, "cannot create a temporary "
+	                         "directory beside it", &dfd, &name, &parent,
+	                         err)) ||
+	    (rc = target_ok(dfd, name, shown, err)))
 		goto out;
-	snprintf(tmp, sizeof tmp, "%.*s.tmp-XXXXXX", (int)dl, dir);
-	if (!mkdtemp(tmp)) {
+	/* a killed writer's temporary that no process holds any more */
+	tm_clean_stale(dfd, name, true, remove_plan_at);
+	if ((e = tm_temp_at(dfd, name, true, tmp, sizeof tmp, &tfd))) {
+		tmp[0] = '\0';
 		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot create a temporary "
-		             "directory beside it: %s", dir, strerror(errno));
+		             "directory beside it: %s", shown, strerror(e));
 		goto out;
 	}
-	chmod(tmp, 0755);
+	snprintf(tshown, sizeof tshown, "%s%s", shown, tmp + strlen(name));
 	step(&k);
 	sb_init(&b);
 	write_json(pb, sol, flat, base, id, extra, ud, &b);
-	snprintf(path, sizeof path, "%s/plan.json", tmp);
-	rc = write_file(path, &b, err);
+	snprintf(path, sizeof path, "%s/plan.json", tshown);
+	rc = write_file_at(tfd, "plan.json", path, &b, err);
 	step(&k);
-	snprintf(path, sizeof path, "%s/env", tmp);
-	if (!rc && mkdir(path, 0755) != 0)
+	snprintf(path, sizeof path, "%s/env", tshown);
+	if (!rc && (mkdirat(tfd, "env", 0755) != 0 ||
+	            (efd = openat(tfd, "env", O_RDONLY | O_DIRECTORY |
+	                          O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	            fchmod(efd, 0755) != 0))
 		rc = tm_fail(err, TM_EINTERNAL, "%s: %s", path, strerror(errno));
 	for (int n = 0; !rc && n < pb->nnodes; n++) {
+		char file[300];
 		b.len = 0;
 		b.s[0] = '\0';
 		write_env(pb, flat, n, id, &b);
-		snprintf(path, sizeof path, "%s/env/%s.env", tmp,
+		snprintf(file, sizeof file, "%s.env",
 		         pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]].host);
-		rc = write_file(path, &b, err);
+		snprintf(path, sizeof path, "%s/env/%s", tshown, file);
+		rc = write_file_at(efd, file, path, &b, err);
 		step(&k);
 	}
 	if (!rc) {
 		b.len = 0;
 		b.s[0] = '\0';
 		write_launch(pb, flat, id, &b);
-		snprintf(path, sizeof path, "%s/launch.txt", tmp);
-		rc = write_file(path, &b, err);
+		snprintf(path, sizeof path, "%s/launch.txt", tshown);
+		rc = write_file_at(tfd, "launch.txt", path, &b, err);
 		step(&k);
 	}
 	sb_free(&b);
-	if (!rc) {
-		char final[4096];
-		snprintf(final, sizeof final, "%.*s", (int)dl, dir);
-		rc = publish(tmp, final, err);
-		step(&k);
-	}
+	/* the names of the files are synced with their directories, and the
+	 * rename with the directory that holds the plan */
+	if (!rc && ((e = tm_sync_dir(efd)) || fchmod(tfd, 0755) != 0 ||
+	            (e = tm_sync_dir(tfd))))
+		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot sync: %s", tshown,
+		             strerror(e ? e : errno));
+	if (!rc)
+		rc = publish(dfd, tmp, name, shown, tshown, &k, err);
+	if (!rc && (e = tm_sync_dir(dfd)))
+		rc = tm_fail(err, TM_EINTERNAL, "%s: written, but its directory "
+		             "cannot be synced: %s", shown, strerror(e));
 	if (!rc && id_out)
 		memcpy(id_out, id, 17);
-	if (rc)
-		remove_tree(tmp, 0);
 out:
+	if (efd >= 0)
+		close(efd);
+	if (tfd >= 0) {
+		if (tmp[0])
+			remove_plan_at(dfd, tmp, tfd);
+		close(tfd);
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(name);
+	free(parent);
 	free(flat);
 	free(base);
 	return rc;

@@ -27,6 +27,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -832,19 +833,37 @@ out:
  * uses, so the file is the program that GLPK solves first. glp_write_lp
  * takes a file name, so it writes the temporary file by name; GLPK would
  * compress a name ending in .gz, which the temporary name never does. */
+/* GLPK's LP writer returns 0 even when the last of its buffered output
+ * could not be written (it does not check its file's close), so a full
+ * disk gives a short file and success. Its file always ends with the
+ * line "End"; a writer that lost any of its tail has not. */
+static bool lp_complete(int fd)
+{
+	struct stat st;
+	char tail[5];
+	return fstat(fd, &st) == 0 && st.st_size >= 5 &&
+	       pread(fd, tail, 5, st.st_size - 5) == 5 &&
+	       !memcmp(tail, "\nEnd\n", 5);
+}
+
 int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err)
 {
 	ilp L;
-	strbuf tmp;
-	int rc = 0, fd;
+	tm_out o;
+	char name[4400];
+	int rc = 0, e;
 
 	if (too_large(pb))
 		return tm_fail(err, TM_EINTERNAL, "%s: not written: %d ranks × %d "
 		               "GPUs is too large for the direct integer program",
 		               file, pb->nranks, pb->ngpu);
-	if ((fd = tm_temp_beside(file, &tmp, err)) < 0)
-		return TM_EINTERNAL;
-	close(fd);
+	if ((rc = tm_out_open(&o, file, err)))
+		return rc;
+	if ((e = tm_out_name(&o, name, sizeof name))) {
+		tm_out_abort(&o);
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot create: %s", file,
+		               strerror(e));
+	}
 	memset(&L, 0, sizeof L);
 	L.pb = pb;
 	L.names = true;
@@ -852,8 +871,7 @@ int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err)
 	if (setjmp(glpk_jmp)) {
 		glp_error_hook(NULL, NULL);
 		ilp_free(&L);
-		unlink(tmp.s);
-		sb_free(&tmp);
+		tm_out_abort(&o);
 		return tm_fail(err, TM_EINTERNAL, "%s: GLPK failed to build or "
 		               "write the integer program", file);
 	}
@@ -864,16 +882,16 @@ int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err)
 	build(&L);
 	objective(&L, TM_CRIT_TIME);
 	errno = 0;
-	if (glp_write_lp(L.P, NULL, tmp.s) != 0) {
+	if (glp_write_lp(L.P, NULL, name) != 0 || !lp_complete(o.fd)) {
 		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot write: %s", file,
-		             errno ? strerror(errno) : "GLPK's LP writer failed");
-		unlink(tmp.s);
+		             errno ? strerror(errno) : "GLPK's LP writer did not finish "
+		             "the file");
+		tm_out_abort(&o);
 	} else {
-		rc = tm_publish_file(tmp.s, file, err);
+		rc = tm_out_commit(&o, err);
 	}
 	glp_delete_prob(L.P);
 	glp_error_hook(NULL, NULL);
 	ilp_free(&L);
-	sb_free(&tmp);
 	return rc;
 }

@@ -458,4 +458,44 @@ int tm_plan_check(const tm_cluster *c, const tm_job *j, const tm_profile *p,
                   const char *dir, const char *prev_dir, char *summary,
                   size_t summary_len, tm_error *err);
 
+/* The verifications of tm_plan_check, in the order they run, and what
+ * became of each (`thermap check --format json`, docs/formats.md). */
+enum tm_check_step {
+	TM_CK_INPUT_FILES,   /* cluster, job (and profile) read and valid */
+	TM_CK_PLAN_JSON,     /* plan.json: a thermap.plan with id, inputs,
+	                      * constraints, and layers that fit the job */
+	TM_CK_INPUTS,        /* made for these cluster and job files */
+	TM_CK_ENV_FILES,     /* env files read, and consistent with the job */
+	TM_CK_RANKS,         /* every rank from the env files as in ranks[] */
+	TM_CK_TP_NVLINK, TM_CK_PP_NVLINK, TM_CK_MEMORY,
+	TM_CK_REPLAN_MOVES,  /* a replan's from and moves */
+	TM_CK_MAX_MOVES,
+	TM_CK_PREVIOUS,      /* --previous: the plan it replaces */
+	TM_CK_PREDICTIONS,   /* --profile: iteration time, peak temperature */
+	TM_CK_MAX_TEMP, TM_CK_ALLREDUCE,
+	TM_CK_EVIDENCE,      /* the decision under the evidence rule */
+	TM_CK_NSTEPS
+};
+enum tm_check_result { TM_CK_NOT_RUN, TM_CK_PASS, TM_CK_FAIL,
+                       TM_CK_SKIPPED, TM_CK_NOT_APPLICABLE };
+typedef struct tm_check_report {
+	char plan_id[17];          /* "" until plan.json gave it */
+	int ranks, nodes;          /* the job's, -1 when not known */
+	int result[TM_CK_NSTEPS];  /* enum tm_check_result */
+	int failed;                /* the step that failed, or -1 */
+} tm_check_report;
+
+void tm_check_report_init(tm_check_report *r);
+/* Marks step failed with rc (for what the caller checks itself, such as
+ * reading the inputs) and returns rc. */
+int tm_check_report_fail(tm_check_report *r, int step, int rc);
+int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
+                     const tm_profile *p, const char *dir,
+                     const char *prev_dir, char *summary, size_t summary_len,
+                     tm_check_report *r, tm_error *err);
+/* The report as one JSON object (thermap.check/1; code: the exit code,
+ * msg: the failure's message or NULL), to be freed. */
+char *tm_check_json(const tm_check_report *r, const char *dir, int code,
+                    const char *msg);
+
 #endif

@@ -82,8 +82,10 @@ json() {
 	else bad "$1: $2 is not JSON to thermap: $(cat "$W/json.err")"; fi
 }
 
-plan() { "$T" plan --cluster $F/cluster.json --profile $F/profile.json \
-	--job $F/job-pp2-dp2.json "$@"; }
+# the bundled plan; CLUSTER names another cluster file (an option given
+# twice is a usage error)
+plan() { "$T" plan --cluster "${CLUSTER:-$F/cluster.json}" \
+	--profile $F/profile.json --job $F/job-pp2-dp2.json "$@"; }
 
 # ---- profile --json-summary: a file name that is no UTF-8 ------------------
 cp $F/telemetry.csv "$W/tele.csv"
@@ -134,14 +136,16 @@ run topo-reads 0 "$T" plan --cluster "$W/topo.json" --profile $F/profile.json \
 # ---- JSON inputs: a host name, a key, raw bytes --------------------------------
 sed 's/"host": "h200x4-a"/"host": "h200\\nthermap: error: forged\\u001b[2J"/' \
 	$F/cluster.json >"$W/c-host.json"
-run host 4 plan --cluster "$W/c-host.json" --profile $F/profile.json \
-	--job $F/job-pp2-dp2.json -o "$W/x"
+CLUSTER="$W/c-host.json"
+run host 4 plan -o "$W/x"
 inert host "$W/host.err"
 lines host "$W/host.err" 1
 has host "$W/host.err" '"h200\nthermap: error: forged\e[2J" is not a usable host name'
 sed 's/"host": "h200x4-a",/"host": "h200x4-a", "gpu\\nthermap: warning: forged\\u0007": 1,/' \
 	$F/cluster.json >"$W/c-key.json"
-run key 0 plan --cluster "$W/c-key.json" -o "$W/key-plan"
+CLUSTER="$W/c-key.json"
+run key 0 plan -o "$W/key-plan"
+CLUSTER=
 inert key "$W/key.err"
 lines key "$W/key.err" 1
 has key "$W/key.err" 'nodes[0].gpu\nthermap: warning: forged\a: unknown field, ignored'

@@ -13,8 +13,9 @@
 #  - every written plan passes 'thermap check --previous', the same
 #    inputs give the same bytes, 'thermap diff' lists the moves and why;
 #  - a replan killed at every step of writing its plan leaves the target
-#    directory as it was (the previous plan, complete) or absent, never
-#    half written; the next run completes it;
+#    directory as it was (the previous plan, complete) or the new plan,
+#    never half written; the next run completes it and removes the
+#    killed writer's temporary directory;
 #  - usage errors exit 2, bad inputs 4, each with one line.
 # With --update the expected files are rewritten (review the diff).
 # THERMAP names the binary (build/thermap by default).
@@ -183,9 +184,13 @@ else bad "the host-gone plan does not say why its ranks moved"; fi
 
 # ---- killed while writing ---------------------------------------------------
 # THERMAP_TEST_STOP_AT=k stops the writer at its k-th step (1: temporary
-# directory made; 2: plan.json; 3: env file; 4: launch.txt; 5: renamed)
-for k in 1 2 3 4 5; do
-	rm -rf "$W/k" "$W"/k.tmp-*
+# directory made; 2: plan.json; 3: env file; 4: launch.txt; 5: renamed
+# into place, the previous plan now under the temporary name; 6: the
+# previous plan removed). A kill before step 6 leaves the temporary
+# directory; the next writer of the target removes it (no process holds
+# its lock any more).
+for k in 1 2 3 4 5 6; do
+	rm -rf "$W/k"
 	cp -r "$W/n1" "$W/k"
 	# shellcheck disable=SC2086
 	THERMAP_TEST_STOP_AT=$k "$T" replan --previous "$W/n1" --cluster \
@@ -210,13 +215,18 @@ for k in 1 2 3 4 5; do
 	"$T" check --cluster $N/cluster.json --job $D/job-pp4.json --plan "$W/k" >/dev/null 2>&1 ||
 	"$T" check --cluster $D/cluster-no-gpu5.json --job $D/job-pp4.json --plan "$W/k" >/dev/null 2>&1 ||
 		bad "killed at step $k: the target fails check"
-	# a run to the end completes it
+	left=$(ls "$W" | grep -c '^k\.tmp-')
+	if { [ $k -lt 6 ] && [ "$left" = 1 ]; } || { [ $k = 6 ] && [ "$left" = 0 ]; }
+	then ok; else bad "killed at step $k: $left temporary directories left"; fi
+	# a run to the end completes it, and removes the killed writer's
+	# temporary directory
 	# shellcheck disable=SC2086
 	"$T" replan --previous "$W/n1" --cluster $D/cluster-no-gpu5.json $NJ -o "$W/k" >/dev/null 2>&1
 	if diff -r "$W/k" "$W/n3" >/dev/null; then ok
 	else bad "after the kill at step $k, a full run did not write the plan"; fi
+	if [ -z "$(ls "$W" | grep '^k\.tmp-')" ]; then ok
+	else bad "after the kill at step $k, a full run left $(ls "$W" | grep '^k\.tmp-')"; fi
 done
-rm -rf "$W"/k.tmp-*
 
 # ---- the example loop, with stand-ins for torchrun and nvidia-smi ------------
 # torchrun "trains" by doing nothing; nvidia-smi -f FILE writes the real
