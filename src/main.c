@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -99,7 +100,7 @@ static const char usage_diff[] =
 static const char usage_compare[] =
 "usage: thermap compare --cluster FILE --profile FILE --job FILE POLICY_FILE...\n"
 "                       [--format text|markdown|csv|json] [--svg FILE]\n"
-"                       [--allow-unprofiled]\n"
+"                       [--svg-scale LO:HI|auto] [--allow-unprofiled]\n"
 "       thermap compare --cluster FILE --job FILE --replay LOG [--replay LOG]...\n"
 "                       [--window SECONDS] [--host NAME] POLICY_FILE...\n"
 "                       [--format text|markdown|csv|json]\n"
@@ -114,6 +115,9 @@ static const char usage_compare[] =
 "  --format F           text (default), markdown, csv or json\n"
 "  --svg FILE           also draw each policy's GPUs coloured by simulated\n"
 "                       temperature, with stage labels (SVG, atomically)\n"
+"  --svg-scale LO:HI    the picture's colour scale in degrees C (default\n"
+"                       30:90, the same for every picture); auto: from the\n"
+"                       coolest to the hottest GPU pictured\n"
 "  --replay LOG         a telemetry recording instead of --profile: plan on\n"
 "                       each window, score on the next\n"
 "  --window SECONDS     replay window length (default 600)\n"
@@ -428,10 +432,30 @@ static int compare_arg(void *ud, const opt *o, const char *v)
 	return 0;
 }
 
+/* --svg-scale: "LO:HI" in °C, or "auto" (NANs: the pictured range). */
+static int parse_svg_scale(const char *v, double sc[2])
+{
+	char *end;
+	if (!strcmp(v, "auto")) {
+		sc[0] = sc[1] = NAN;
+		return 0;
+	}
+	sc[0] = strtod(v, &end);
+	if (end == v || *end != ':')
+		return -1;
+	v = end + 1;
+	sc[1] = strtod(v, &end);
+	if (end == v || *end)
+		return -1;
+	return sc[0] >= -50 && sc[1] <= 200 && sc[0] < sc[1] ? 0 : -1;
+}
+
 static int cmd_compare(int argc, char **argv)
 {
 	const char *cf = NULL, *pf = NULL, *jf = NULL, *fmt = "text",
-	           *svg = NULL, *win = NULL, *host = NULL, **polf, **logs;
+	           *svg = NULL, *win = NULL, *host = NULL, *scale = NULL,
+	           **polf, **logs;
+	double svg_scale[2] = { 0, 0 };
 	bool unprof = false, help = false;
 	int npol = 0, nlog = 0, f, rc = 0;
 	opt opts[] = {
@@ -440,6 +464,7 @@ static int cmd_compare(int argc, char **argv)
 		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
 		{ "--format", NULL, OPT_ONE, &fmt, NULL, 0 },
 		{ "--svg", NULL, OPT_ONE, &svg, NULL, 0 },
+		{ "--svg-scale", NULL, OPT_ONE, &scale, NULL, 0 },
 		{ "--window", NULL, OPT_ONE, &win, NULL, 0 },
 		{ "--host", NULL, OPT_ONE, &host, NULL, 0 },
 		{ "--replay", NULL, OPT_EACH, NULL, NULL, 0 },
@@ -505,6 +530,17 @@ static int cmd_compare(int argc, char **argv)
 		                 "placements; it does not go with --replay");
 		goto out;
 	}
+	if (scale && !svg) {
+		rc = usage_error("compare ", "%s", "--svg-scale sets the colours "
+		                 "of --svg FILE; give both");
+		goto out;
+	}
+	if (scale && parse_svg_scale(scale, svg_scale)) {
+		rc = usage_error("compare ", "--svg-scale '%s': expected LO:HI in "
+		                 "degrees C, LO below HI, both from -50 to 200, or "
+		                 "auto", scale);
+		goto out;
+	}
 	if ((svg && (rc = tm_check_file_target(svg, &err))) ||
 	    (rc = tm_cluster_load(cf, &c, &err)) ||
 	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
@@ -517,7 +553,8 @@ static int cmd_compare(int argc, char **argv)
 		in[i] = (tm_tele_input){ logs[i], host, NULL };
 	rc = nlog ? tm_compare_replay(c, in, nlog, window, j, pols, npol,
 	                              unprof, f, &out, &err)
-	          : tm_compare(c, p, j, pols, npol, unprof, f, svg, NULL, &out,
+	          : tm_compare(c, p, j, pols, npol, unprof, f, svg,
+	                       scale ? svg_scale : NULL, &out,
 	                       &err);
 	if (rc)
 		goto fail;

@@ -303,5 +303,27 @@ t not-a-plan-dir 2 "thermap: error: $W/notplan: exists and is not a thermap plan
 has not-a-plan-kept "$W/notplan/data" "keep"
 if [ ! -e "$W/x" ]; then ok; else bad "a rejected input left $W/x"; fi
 
+# ---- compare --svg-scale -------------------------------------------------------
+CMPA="--cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.json policies/thermal.json"
+# shellcheck disable=SC2086
+t svg-default 0 - -- compare $CMPA --svg "$W/d.svg"
+has svg-default-scale "$W/d.svg" "fixed scale 30.0 to 90.0 °C"
+# shellcheck disable=SC2086
+t svg-fixed 0 - -- compare $CMPA --svg "$W/f.svg" --svg-scale 40:80
+has svg-fixed-scale "$W/f.svg" "fixed scale 40.0 to 80.0 °C"
+# auto: the pictured GPUs' range, which on this profile is 58.9 to 61.6 °C
+# shellcheck disable=SC2086
+t svg-auto 0 - -- compare $CMPA --svg "$W/a.svg" --svg-scale auto
+has svg-auto-scale "$W/a.svg" "the pictured GPUs' scale 58.9 to 61.6 °C"
+for v in 90:30 30:30 x 30: :90 auto2 -100:50 30:250 30:90:1 nan:90 30:inf; do
+	# shellcheck disable=SC2086
+	t "svg-scale-$v" 2 "thermap: --svg-scale '$v': expected LO:HI in degrees C, LO below HI, both from -50 to 200, or auto
+Try 'thermap compare --help'." -- compare $CMPA --svg "$W/bad.svg" --svg-scale "$v"
+done
+# shellcheck disable=SC2086
+t svg-scale-alone 2 "thermap: --svg-scale sets the colours of --svg FILE; give both
+Try 'thermap compare --help'." -- compare $CMPA --svg-scale auto
+if [ ! -e "$W/bad.svg" ]; then ok; else bad "a rejected --svg-scale wrote $W/bad.svg"; fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
