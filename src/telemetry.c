@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "telemetry.h"
@@ -40,6 +41,8 @@
 #define LIMIT_MAX_W 1e5    /* a power limit an estimate may rest on, at most
                               (the profile format's range of powers) */
 #define QMAX 1024          /* samples held for the guard, per GPU (2^k) */
+#define TIME_MAX_S 1e11    /* times read, either side of 1970: from the
+                              year -1199 to 5138 */
 #define READ_CHUNK (1u << 20)
 
 const char *const tl_skip_names[TL_NSKIP] = {
@@ -49,6 +52,73 @@ const char *const tl_skip_names[TL_NSKIP] = {
 	[TL_SKIP_UNUSED] = "unused_metric",
 	[TL_SKIP_BLANK] = "blank_value",
 };
+
+/* ---- values --------------------------------------------------------------- */
+
+/* What a value of each field may be (docs/profile.md, "Values"): the
+ * profile's own ranges where it has them, so that what the builder writes
+ * from sane values loads again; a physical bound elsewhere. A log that
+ * breaks one is wrong about the GPU, and no profile is made from it. */
+static const struct vrange {
+	const char *name, *unit;
+	double lo, hi;
+	bool lo_open;         /* lo itself is out of range */
+} vranges[TL_NFIELDS] = {
+	[TL_TEMP] = { "temperature", "°C", -50, 200, false },
+	[TL_POWER] = { "power", "W", 0, 1e5, false },
+	[TL_POWER_LIMIT] = { "power limit", "W", 0, 1e5, true },
+	[TL_SM_CLOCK] = { "SM clock", "MHz", 0, 1e5, false },
+	[TL_SM_CLOCK_MAX] = { "maximum SM clock", "MHz", 0, 1e5, false },
+	[TL_UTIL] = { "utilisation", "%", 0, 100, false },
+	[TL_TLIMIT] = { "margin to the slowdown temperature", "°C", -200, 200,
+	                false },
+	[TL_SLOWDOWN_C] = { "slowdown temperature", "°C", 0, 150, false },
+	[TL_THERMAL] = { "thermal slowdown flag", "", 0, 1, false },
+	[TL_PCAP] = { "power cap flag", "", 0, 1, false },
+	[TL_THERMAL_US] = { "thermal slowdown counter", "µs", 0, 9.2e18,
+	                    false },
+	[TL_PCAP_US] = { "power cap counter", "µs", 0, 9.2e18, false },
+};
+
+int tl_check_value(int f, double v, char *msg, size_t cap)
+{
+	const struct vrange *r = &vranges[f];
+	if (isnan(v) || ((r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi))
+		return 0;
+	snprintf(msg, cap, "%s %g%s%s is out of range; expected %s%g %s %g%s%s",
+	         r->name, v, *r->unit ? " " : "", r->unit,
+	         r->lo_open ? "more than " : "", r->lo,
+	         r->lo_open ? "and at most" : "to", r->hi,
+	         *r->unit ? " " : "", r->unit);
+	return TM_EINPUT;
+}
+
+int tl_check_time(double t, char *msg, size_t cap)
+{
+	if (isnan(t) || (t >= -TIME_MAX_S && t <= TIME_MAX_S))
+		return 0;
+	snprintf(msg, cap, "time %.17g s is out of range; expected seconds "
+	         "since 1970 from %g to %g (the years -1199 to 5138)", t,
+	         -TIME_MAX_S, TIME_MAX_S);
+	return TM_EINPUT;
+}
+
+/* "FILE:LINE: " or, where the reader has no line (JSON), "FILE: ". */
+static int src_fail(const tl_src *src, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int src_fail(const tl_src *src, const char *fmt, ...)
+{
+	char m[800];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	if (src->line > 0)
+		return tm_fail(src->err, TM_EINPUT, "%s:%ld: %s", src->file,
+		               src->line, m);
+	return tm_fail(src->err, TM_EINPUT, "%s: %s", src->file, m);
+}
 
 /* ---- lines --------------------------------------------------------------- */
 
@@ -60,13 +130,41 @@ int tl_lines_open(tl_lines *L, const char *file, tm_error *err)
 	if (strcmp(file, "-") == 0) {
 		L->fd = 0;
 	} else {
-		L->fd = open(file, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		int fl;
+		/* as tm_read_file: opening a FIFO without O_NONBLOCK waits for
+		 * a writer, and reading one, or a device, may never end */
+		L->fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (L->fd < 0)
 			return tm_fail(err, TM_EINPUT, "%s: cannot open: %s", file,
 			               strerror(errno));
+		if (fstat(L->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			close(L->fd);
+			L->fd = -1;
+			return tm_fail(err, TM_EINPUT, "%s: not a regular file "
+			               "(a FIFO or device could block or never end; "
+			               "give it as - on standard input)", file);
+		}
+		if ((fl = fcntl(L->fd, F_GETFL)) >= 0)
+			fcntl(L->fd, F_SETFL, fl & ~O_NONBLOCK);
 	}
 	L->cap = READ_CHUNK + TL_MAX_LINE;
 	L->buf = xcalloc(L->cap + 1 + TL_SLACK, 1);
+	return 0;
+}
+
+int tl_lines_openb(tl_lines *L, const char *file, const char *text,
+                   size_t len, tm_error *err)
+{
+	memset(L, 0, sizeof *L);
+	L->file = file;
+	L->err = err;
+	L->fd = -1;   /* nothing to read: the whole input is in buf */
+	L->cap = len;
+	L->buf = xcalloc(len + 1 + TL_SLACK, 1);
+	memcpy(L->buf, text, len);
+	L->end = len;
+	L->eof = true;
 	return 0;
 }
 
@@ -114,7 +212,7 @@ long long tl_lines_tell(const tl_lines *L)
 
 int tl_lines_seek(tl_lines *L, long long off, long lineno)
 {
-	if (lseek(L->fd, (off_t)off, SEEK_SET) < 0)
+	if (L->fd < 0 || lseek(L->fd, (off_t)off, SEEK_SET) < 0)
 		return tm_fail(L->err, TM_EINPUT, "%s: cannot seek: %s", L->file,
 		               strerror(errno));
 	L->base = off;
@@ -616,6 +714,14 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 		    (!npci || !k->g[cand].pci))
 			id = cand;
 	}
+	if (id < 0 && k->n >= TL_MAX_GPUS) {
+		free(npci);
+		src_fail(src, "more than %d distinct GPUs; one run profiles at "
+		         "most %d (memory grows with every GPU, and the profile "
+		         "it writes must stay loadable): profile the hosts in "
+		         "parts", TL_MAX_GPUS, TL_MAX_GPUS);
+		return -1;
+	}
 	if (id < 0) {
 		if (k->n == k->cap) {
 			k->cap = k->cap ? 2 * k->cap : 8;
@@ -892,7 +998,13 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 	tgpu *g = &k->g[gpu];
 	held *h;
 	double from = k->o.from, to = k->o.to;
+	char msg[256];
 
+	if (tl_check_time(s->t, msg, sizeof msg))
+		return src_fail(src, "%s", msg);
+	for (int f = 0; f < TL_NFIELDS; f++)
+		if (tl_check_value(f, s->v[f], msg, sizeof msg))
+			return src_fail(src, "%s", msg);
 	if (!isnan(s->t)) {
 		if (isnan(src->t_first) || s->t < src->t_first)
 			src->t_first = s->t;
@@ -1448,7 +1560,9 @@ int tl_read_file(tl_src *src)
 	char *fhost = NULL;
 	const char *opt_host = src->host;
 
-	if ((rc = tl_lines_open(&L, src->file, src->err)))
+	if ((rc = src->text ? tl_lines_openb(&L, src->file, src->text,
+	                                     src->len, src->err)
+	                    : tl_lines_open(&L, src->file, src->err)))
 		return rc;
 	n = tl_lines_peek(&L, &p);
 	if (starts(p, n, "\xef\xbb\xbf")) {   /* a byte order mark */
@@ -1477,6 +1591,13 @@ binary:
 		char *text;
 		size_t len;
 		tl_lines_close(&L);
+		if (src->text) {
+			if (src->len > TM_MAX_INPUT_BYTES)
+				return tm_fail(src->err, TM_EINPUT, "%s: file is %zu "
+				               "bytes; the limit is %u", src->file,
+				               src->len, TM_MAX_INPUT_BYTES);
+			return tl_read_qrange(src, src->text, src->len);
+		}
 		if ((rc = tm_read_file(src->file, TM_MAX_INPUT_BYTES, &text, &len,
 		                       src->err)))
 			return rc;
