@@ -85,7 +85,7 @@ int tl_check_value(int f, double v, char *msg, size_t cap)
 	const struct vrange *r = &vranges[f];
 	if (isnan(v) || ((r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi))
 		return 0;
-	snprintf(msg, cap, "%s %g%s%s is out of range; expected %s%g %s %g%s%s",
+	snprintf(msg, cap, "%s %.15g%s%s is out of range; expected %s%g %s %g%s%s",
 	         r->name, v, *r->unit ? " " : "", r->unit,
 	         r->lo_open ? "more than " : "", r->lo,
 	         r->lo_open ? "and at most" : "to", r->hi,
@@ -689,12 +689,17 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 	int id = -1, cand;
 	tgpu *g;
 
+	if (!uuid && !pci && index < 0) {
+		/* a profile entry must name its GPU (docs/formats.md) */
+		src_fail(src, "the sample names no GPU: its index, PCI bus id and "
+		         "UUID are all missing");
+		return -1;
+	}
 	if (pci) {
 		npci = tm_normalise_pci(pci);
 		if (!npci) {
-			tm_fail(src->err, TM_EINPUT,
-			        "%s:%ld: PCI bus id \"%s\": expected "
-			        "DDDDDDDD:BB:DD.F", src->file, src->line, pci);
+			src_fail(src, "PCI bus id \"%.40s\": expected "
+			         "DDDDDDDD:BB:DD.F", pci);
 			return -1;
 		}
 	}
