@@ -41,6 +41,9 @@
 #define LIMIT_MAX_W 1e5    /* a power limit an estimate may rest on, at most
                               (the profile format's range of powers) */
 #define QMAX 1024          /* samples held for the guard, per GPU (2^k) */
+#define FIT_SD_MAX 100.0   /* a fit's residual SD, °C, at most (the
+                              profile's range): beyond, it is no fit */
+#define DERATE_MAX 100.0   /* derate and its SD at most (the profile's) */
 #define TIME_MAX_S 1e11    /* times read, either side of 1970: from the
                               year -1199 to 5138 */
 #define READ_CHUNK (1u << 20)
@@ -1207,20 +1210,22 @@ static void own_fit(ent *e, const stats *st)
 	bool levels = st->fit_idle >= 2 && st->fit_busy >= 2;
 	bool spread = st->fn >= FIT_MIN_N &&
 	              st->fit_pmax - st->fit_pmin >= FIT_SPAN_W;
-	double r, amb;
+	double r, amb, sd = NAN;
 	if ((!levels && !spread) || !(e->sxx > 0))
 		return;
 	r = e->sxy / e->sxx;
 	amb = e->ym - r * e->xm;
 	if (!(r > 0 && r <= 10) || !(amb >= -50 && amb <= 200))
 		return;
+	/* two parameters from these samples */
+	if (e->n > 2)
+		sd = sqrt(fmax(0, e->syy - e->sxy * e->sxy / e->sxx) / (e->n - 2));
+	if (sd > FIT_SD_MAX)
+		return;
 	e->r = r;
 	e->amb = amb;
 	e->fit = FIT_OWN;
-	/* two parameters from these samples */
-	if (e->n > 2)
-		e->fit_sd = sqrt(fmax(0, e->syy - e->sxy * e->sxy / e->sxx) /
-		                 (e->n - 2));
+	e->fit_sd = sd;
 }
 
 /* A given slope r for a GPU without a fit of its own: its ambient from
@@ -1228,16 +1233,19 @@ static void own_fit(ent *e, const stats *st)
  * from these samples). False when the ambient is not physical. */
 static bool slope_fit(ent *e, double r, int kind)
 {
-	double amb = e->ym - r * e->xm;
+	double amb = e->ym - r * e->xm, sd = NAN;
 	if (!(e->n >= 1) || !(r > 0 && r <= 10) ||
 	    !(amb >= -50 && amb <= 200))
+		return false;
+	if (e->n > 1)
+		sd = sqrt(fmax(0, e->syy - 2 * r * e->sxy + r * r * e->sxx) /
+		          (e->n - 1));
+	if (sd > FIT_SD_MAX)
 		return false;
 	e->r = r;
 	e->amb = amb;
 	e->fit = kind;
-	if (e->n > 1)
-		e->fit_sd = sqrt(fmax(0, e->syy - 2 * r * e->sxy +
-		                      r * r * e->sxx) / (e->n - 1));
+	e->fit_sd = sd;
 	return true;
 }
 
@@ -1346,7 +1354,11 @@ static void group_fits(ent **m, int n)
 		}
 		if (!isnan(e->temp_idle))
 			continue;
-		if (e->fit != FIT_NONE && !isnan(e->power_idle)) {
+		if (e->fit != FIT_NONE && !isnan(e->power_idle) &&
+		    e->amb + e->r * e->power_idle >= -50 &&
+		    e->amb + e->r * e->power_idle <= 200) {
+			/* (a fit that puts idle outside the profile's range
+			 * is no estimate of it) */
 			e->temp_idle = e->amb + e->r * e->power_idle;
 			est_set(e, E_TEMP_IDLE, "no idle samples: the fit at "
 			        "power_idle_w");
@@ -1361,7 +1373,7 @@ static void group_fits(ent **m, int n)
 
 /* derate, its uncertainty and what it stands on (docs/profile.md,
  * "Speed"). f is the GPU with the fastest mean full-load clock. */
-static void derate(ent *e, const ent *f)
+static bool derate(ent *e, const ent *f)
 {
 	double q, rel, sd, d;
 	bool capped, hot = e->thermal >= THERMAL_FRAC;
@@ -1369,7 +1381,7 @@ static void derate(ent *e, const ent *f)
 	e->basis = TM_BASIS_NONE;
 	e->der = e->der_sd = NAN;
 	if (!(e->clock > 0) || !f)
-		return;
+		return true;
 	q = f->clock / e->clock;
 	rel = 0;
 	if (e->clock_se > 0)
@@ -1393,14 +1405,26 @@ static void derate(ent *e, const ent *f)
 	e->der = rnd(d, 3);
 	if (e->der - 1 <= e->der_sd)   /* inside its own uncertainty */
 		e->der = 1;
+	/* beyond what a profile holds: no speed of one GPU model */
+	return rnd(q, 3) <= DERATE_MAX && e->der_sd <= DERATE_MAX;
 }
 
-int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
+/* "host UUID", "host PCI-bus-id" or "host index N", for messages. */
+static const char *gpu_text(const tgpu *g, char *buf, size_t cap)
+{
+	if (g->uuid || g->pci)
+		snprintf(buf, cap, "%s %s", g->host, g->uuid ? g->uuid : g->pci);
+	else
+		snprintf(buf, cap, "%s index %d", g->host, g->index);
+	return buf;
+}
+
+int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 {
 	int *ord = xmalloc((size_t)(k->n ? k->n : 1) * sizeof *ord);
 	ent *es, **grp;
 	const ent *fast = NULL;
-	int m = 0;
+	int m = 0, rc = 0;
 	jw w;
 
 	for (int i = 0; i < k->n; i++) {
@@ -1449,8 +1473,21 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 			;
 		group_fits(grp + i, j - i);
 	}
-	for (int i = 0; i < m; i++)
-		derate(&es[i], fast);
+	for (int i = 0; i < m && !rc; i++)
+		if (!derate(&es[i], fast)) {
+			char a[300], b[300];
+			rc = tm_fail(err, TM_EINPUT, "%s: GPU %s: its mean full-load "
+			             "SM clock, %.15g MHz, is %.3g times below GPU %s's "
+			             "(%.15g MHz), beyond a derate of %g with its "
+			             "uncertainty: GPUs of different models, or clocks "
+			             "not in MHz?", es[i].g->last_src->file,
+			             gpu_text(es[i].g, a, sizeof a),
+			             es[i].clock, fast->clock / es[i].clock,
+			             gpu_text(fast->g, b, sizeof b), fast->clock,
+			             DERATE_MAX);
+		}
+	if (rc)
+		goto out;
 
 	jw_init(&w, out);
 	jw_obj(&w, NULL, false);
@@ -1516,13 +1553,14 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 	jw_end_obj(&w);
 	sb_add(out, "\n");
 	*ngpus = m;
+out:
 	for (int i = 0; i < m; i++)
 		for (int f = 0; f < NEST; f++)
 			free(es[i].est[f]);
 	free(es);
 	free(grp);
 	free(ord);
-	return 0;
+	return rc;
 }
 
 /* ---- files ---------------------------------------------------------------- */
@@ -1816,8 +1854,10 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 		rc = tl_qrange_flush(k, err);
 	if (!rc) {
 		sb_init(&pb);
-		tl_sink_finish(k, &pb, &ngpus);
-		if (ngpus == 0) {
+		rc = tl_sink_finish(k, &pb, &ngpus, err);
+		if (rc) {
+			sb_free(&pb);
+		} else if (ngpus == 0) {
 			sb_free(&pb);
 			rc = tm_fail(err, TM_EINPUT, "%s%s: no GPU samples to "
 			             "profile", n > 1 ? "inputs ending with " : "",

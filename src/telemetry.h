@@ -167,8 +167,9 @@ char *tl_host_from_file(const char *file);
 void tl_warn_forget(void);
 
 /* Ends every GPU's stream and writes the thermap.profile/1 document to
- * out; *ngpus is the number of entries. */
-int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus);
+ * out; *ngpus is the number of entries. TM_EINPUT with err set when the
+ * GPUs' clocks are too far apart for a derate a profile holds. */
+int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err);
 
 /* Reads one input file (format found from its content) into src->sink;
  * src->file and src->host (--host or NULL) are set by the caller. */

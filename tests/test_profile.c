@@ -1183,6 +1183,23 @@ static void test_value_ranges(void **state)
 	            "since 1970 from -1e+11 to 1e+11 (the years -1199 to 5138)");
 }
 
+/* Clocks too far apart for a derate the profile holds (at most 100,
+ * and its uncertainty too): the profile used to be written, and refused
+ * by every command that read it. */
+static void test_derate_beyond_range(void **state)
+{
+	static const char t[] = "timestamp, index, temperature.gpu, clocks.sm "
+		"[MHz], utilization.gpu [%]\n"
+		"2026/01/01 00:00:00.000, 0, 40, 1980, 100 %\n"
+		"2026/01/01 00:00:00.000, 1, 40, 0.5, 100 %\n";
+	(void)state;
+	expect_fail("clk.csv", t, sizeof t - 1, "%s: GPU h index 1: its mean "
+	            "full-load SM clock, 0.5 MHz, is 3.96e+03 times below GPU h "
+	            "index 0's (1980 MHz), beyond a derate of 100 with its "
+	            "uncertainty: GPUs of different models, or clocks not in "
+	            "MHz?");
+}
+
 /* Inputs that block or grow without bound (found by review and the fuzz
  * harness): a FIFO waited forever for a writer, and one distinct GPU per
  * row grew memory with the log. */
@@ -1396,6 +1413,7 @@ int main(void)
 		cmocka_unit_test(test_baseline_fill),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_value_ranges),
+		cmocka_unit_test(test_derate_beyond_range),
 		cmocka_unit_test(test_blocking_and_gpu_cap),
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),

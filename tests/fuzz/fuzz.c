@@ -114,8 +114,10 @@ void fuzz_telemetry(const char *kind, const uint8_t *data, size_t size)
 		fuzz_rejected(kind, rc, &err);
 	} else {
 		sb_init(&out);
-		tl_sink_finish(k, &out, &n);
-		if (n > 0)
+		rc = tl_sink_finish(k, &out, &n, &err);
+		if (rc)
+			fuzz_rejected(kind, rc, &err);
+		else if (n > 0)
 			fuzz_profile_loads(kind, out.s);
 		sb_free(&out);
 	}
