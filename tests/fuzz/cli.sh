@@ -97,7 +97,19 @@ t csv-uuid 4 "thermap: error: $W/uuid.csv:2: GPU UUID \"GPU-0000IIII\": expected
 printf '#Date       Time        gpu    pwr  gtemp     sm   pclk\n#YYYYMMDD   HH:MM:SS    Idx      W      C      %%    MHz\n 20240104   13:54:35   5e34     60     40    100   1980\n' >"$W/d.txt"
 t dmon-gpu 4 "thermap: error: $W/d.txt:3: gpu: expected an index from 0 to 65535, found \"5e34\"" -- profile --host h "$W/d.txt" -o "$W/p.json"
 
+# a bus id with a sign became the bus ffffffffffffffff; a row naming no
+# GPU gave an entry without identity; clocks 4000 times apart a derate of
+# 3960: each written, then refused by every command that read the profile
+t csv-pci-sign 4 "thermap: error: tests/fuzz/regress/tele_csv/pci-bus-with-sign:2: PCI bus id \"0000:-1:00.0\": expected DDDDDDDD:BB:DD.F" -- profile --host h tests/fuzz/regress/tele_csv/pci-bus-with-sign -o "$W/p.json"
+printf 'timestamp, index, pci.bus_id, temperature.gpu\n2026/11/21 12:15:28.037, , [N/A], 40\n' >"$W/noid.csv"
+t csv-no-gpu 4 "thermap: error: $W/noid.csv:2: the sample names no GPU: its index, PCI bus id and UUID are all missing" -- profile --host h "$W/noid.csv" -o "$W/p.json"
+t derate-3960 4 "thermap: error: tests/fuzz/regress/tele_csv/derate-beyond-100: GPU h GPU-00000001: its mean full-load SM clock, 0.5 MHz, is 3.96e+03 times below GPU h GPU-00000000's (1980 MHz), beyond a derate of 100 with its uncertainty: GPUs of different models, or clocks not in MHz?" -- profile --host h tests/fuzz/regress/tele_csv/derate-beyond-100 -o "$W/p.json"
+none csv-output "$W/p.json"
+
 # ---- topo ----------------------------------------------------------------------
+# two <nvlink count=64> to one peer were written as NV128
+t nccl-nv128 4 "thermap: error: tests/fuzz/regress/topo_nccl/nvlink-count-over-64: GPU 0 and GPU 1 are joined by 128 NVLinks; expected 1 to 64 (NV1 ... NV64)" -- topo --host a --nccl tests/fuzz/regress/topo_nccl/nvlink-count-over-64 -o "$W/c.json"
+none nccl-nv128-output "$W/c.json"
 # one renamed attribute crashed libhwloc (SIGSEGV in hwloc_topology_load)
 sed 's/complete_cpuset/complete_cpucet/' \
 	fixtures/topo/hwloc-xml/mpibind-g4dnmetal.xml >"$W/g4dn.xml"
