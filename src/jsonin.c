@@ -29,6 +29,14 @@ int jin_fail(const jin *J, const char *path, const char *key,
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
+	/* a key or a quoted value may hold a line break ("\n" in JSON):
+	 * the message stays one line, as jansson's own are kept below */
+	for (char *c = p; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	for (char *c = m; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 	return tm_fail(J->err, TM_EINPUT, "%s: %s: %s", J->file, p, m);
 }
 
