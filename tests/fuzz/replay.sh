@@ -21,5 +21,6 @@ for h in "$@"; do
 		echo "no inputs"
 		continue
 	fi
-	ASAN_OPTIONS=detect_leaks=1 "$B/replay-$h" "$@"
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=print_suppressions=0 \
+		"$B/replay-$h" "$@"
 done
