@@ -28,11 +28,12 @@ for h in "$@"; do
 			[ -f "$f" ] && ln -s "$PWD/$f" "$B/seed/$h/$(echo "$f" | tr / _)"
 		done
 	done
-	# hwloc exports are 20-140 KB and must stay whole to reach thermap's
-	# code; logs are cut to 32 KiB; JSON and the rest are small
+	# hwloc exports (20-140 KB) and nvidia_gpu_exporter captures (130-180
+	# KB, the --query-gpu sections late in them) must stay whole to reach
+	# thermap's code; logs are cut to 32 KiB; JSON and the rest are small
 	case $h in
-	topo_hwloc) len=160000 ;;
-	tele_csv|tele_capture|tele_prom) len=32768 ;;
+	topo_hwloc|tele_capture) len=200000 ;;
+	tele_csv|tele_prom) len=32768 ;;
 	*) len=8192 ;;
 	esac
 	log="$B/log/$h.txt"
