@@ -25,6 +25,18 @@ TESTS    = test_sha256 test_layout test_rebalance test_inputs test_model test_de
            test_calibrate test_output
 TEST_BIN = $(TESTS:%=$(B)/%)
 
+# fuzzing (docs/fuzzing.md): one harness per parser entry point in
+# tests/fuzz/. `make fuzz` runs each under libFuzzer (clang) for
+# FUZZ_SECONDS; `make fuzz-replay` replays their regression inputs and
+# seed corpora with a plain driver (any compiler; `make check` runs it
+# under the sanitizers)
+FUZZ     = cluster profile job policy plan layout tele_csv tele_dmon \
+           tele_capture tele_prom tele_qrange topo_smi topo_gpus \
+           topo_hwloc topo_nccl
+FUZZ_SECONDS ?= 10
+FUZZ_CC  ?= clang
+FUZZ_WARN = $(WARN) -Wno-unknown-warning-option
+
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
            libcmocka-dev
 # what the tests need beyond the build: two independent solvers that
@@ -69,6 +81,37 @@ $(B)/test_%: $(B)/test_%.o $(B)/libthermap.a
 $(B):
 	mkdir -p $(B)
 
+$(B)/fuzz/%.o: tests/fuzz/%.c
+	@mkdir -p $(B)/fuzz
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
+
+# the plain driver: files through one harness, without libFuzzer
+$(B)/replay-%: $(B)/fuzz/%.o $(B)/fuzz/fuzz.o $(B)/fuzz/replay.o \
+               $(B)/libthermap.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(LDEXTRA)
+
+# libFuzzer's driver
+$(B)/fuzz-%: $(B)/fuzz/%.o $(B)/fuzz/fuzz.o $(B)/libthermap.a
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS) $(LDEXTRA)
+
+fuzz-replay: $(FUZZ:%=$(B)/replay-%)
+	@sh tests/fuzz/replay.sh $(B) $(FUZZ)
+
+# FUZZ_SECONDS per harness; FUZZ=... runs some of them
+# clang and libFuzzer's runtime for that clang version, installed (as
+# root) or named, as check-deps does for the build
+fuzz-deps: check-deps
+	@sh scripts/ensure-deps.sh clang
+	@sh scripts/ensure-deps.sh \
+	    "libclang-rt-$$($(FUZZ_CC) -dumpversion | cut -d. -f1)-dev"
+
+fuzz: fuzz-deps
+	$(MAKE) --no-print-directory B=build-fuzz CC=$(FUZZ_CC) \
+	        WARN="$(FUZZ_WARN)" \
+	        CFLAGS="-O1 -g -fsanitize=fuzzer-no-link $(SAN)" \
+	        LDEXTRA="$(SAN)" $(FUZZ:%=build-fuzz/fuzz-%)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/fuzz/run.sh build-fuzz $(FUZZ)
+
 libthermap.a: $(B)/libthermap.a
 	cp $< $@
 
@@ -92,6 +135,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 	@THERMAP=$(B)/thermap sh tests/replan/run.sh
 	@THERMAP=$(B)/thermap sh tests/calibrate/run.sh
 	@THERMAP=$(B)/thermap GEN=$(B)/gen_cluster sh tests/scale/run.sh
+	@THERMAP=$(B)/thermap sh tests/fuzz/cli.sh
 	$(MAKE) --no-print-directory check-san
 	@n=$$(sort -u $(B)/skipped.log | wc -l); \
 	if [ "$$n" = 0 ]; then echo "make check: every test ran, none skipped"; \
@@ -118,6 +162,9 @@ check-san:
 	@THERMAP=build-san/thermap sh tests/replan/run.sh
 	@THERMAP=build-san/thermap sh tests/calibrate/run.sh
 	@THERMAP=build-san/thermap GEN=build/gen_cluster sh tests/scale/run.sh
+	@THERMAP=build-san/thermap sh tests/fuzz/cli.sh
+	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
+	        LDEXTRA="$(SAN)" fuzz-replay
 	$(MAKE) --no-print-directory check-tsan
 
 # the threaded CSV reader under ThreadSanitizer: workers and the thread
@@ -142,9 +189,10 @@ bench: all
 	@sh scripts/bench-scale.sh $(B)/thermap
 
 clean:
-	rm -rf build build-san build-tsan libthermap.a demo-plan
+	rm -rf build build-san build-tsan build-fuzz libthermap.a demo-plan
 
-.PHONY: all check check-deps check-san check-tsan demo bench clean libthermap.a
+.PHONY: all check check-deps check-san check-tsan demo bench clean libthermap.a \
+        fuzz fuzz-deps fuzz-replay
 .SECONDARY:
 
--include $(wildcard $(B)/*.d)
+-include $(wildcard $(B)/*.d $(B)/fuzz/*.d)

@@ -312,7 +312,10 @@ static int load_node(const jin *J, json_t *o, const char *path, tm_node *n)
 	return 0;
 }
 
-int tm_cluster_load(const char *file, tm_cluster **out, tm_error *err)
+/* From the file, or from len bytes of text (text non-NULL) standing for
+ * it: the fuzz harnesses and tests read documents held in memory. */
+static int cluster_load(const char *file, const char *text, size_t len,
+                        tm_cluster **out, tm_error *err)
 {
 	static const char *const known[] = { "format", "nodes", "network", NULL };
 	static const char *const known_net[] = { "same_group_gb_per_s",
@@ -325,7 +328,15 @@ int tm_cluster_load(const char *file, tm_cluster **out, tm_error *err)
 
 	c->file = xstrdup(file);
 	c->same_group_gb_per_s = c->cross_group_gb_per_s = NAN;
-	if ((rc = jin_load(file, "thermap.cluster", &root, c->sha256, err)))
+	if (text) {
+		char hex[65];
+		tm_sha256_hex(text, len, hex);
+		snprintf(c->sha256, sizeof c->sha256, "sha256:%s", hex);
+		rc = jin_loadb(file, text, len, "thermap.cluster", &root, err);
+	} else {
+		rc = jin_load(file, "thermap.cluster", &root, c->sha256, err);
+	}
+	if (rc)
 		goto fail;
 	jin_unknown(&J, root, "", known);
 	if ((rc = jin_arr(&J, root, "", "nodes", JF_REQ, &nodes)))
@@ -368,4 +379,15 @@ fail:
 	tm_cluster_free(c);
 	*out = NULL;
 	return rc;
+}
+
+int tm_cluster_load(const char *file, tm_cluster **out, tm_error *err)
+{
+	return cluster_load(file, NULL, 0, out, err);
+}
+
+int tm_cluster_loadb(const char *name, const char *text, size_t len,
+                     tm_cluster **out, tm_error *err)
+{
+	return cluster_load(name, text, len, out, err);
 }

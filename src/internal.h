@@ -282,6 +282,9 @@ typedef struct tm_plan_doc {
 /* Reads DIR/plan.json (TM_EINPUT with one line naming the file and the
  * JSON path when it is not a plan); free with tm_plan_doc_free. */
 int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err);
+/* The same from len bytes of plan.json text; name stands for the file. */
+int tm_plan_doc_loadb(const char *name, const char *text, size_t len,
+                      tm_plan_doc *P, tm_error *err);
 void tm_plan_doc_free(tm_plan_doc *P);
 
 /* plan.c: tm_plan_write with more of plan.json: extra (may be NULL)

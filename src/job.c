@@ -249,7 +249,10 @@ int tm_job_measured_load(const tm_job *j, tm_job_measured *m, tm_error *err)
 	return rc;
 }
 
-int tm_job_load(const char *file, tm_job **out, tm_error *err)
+/* From the file, or from len bytes of text (text non-NULL) standing for
+ * it. */
+static int job_load(const char *file, const char *text, size_t len,
+                    tm_job **out, tm_error *err)
 {
 	static const char *const known[] = { "format", "name", "parallel",
 		"nproc_per_node", "schedule", "layer_fwd_ms", "layer_bwd_ms",
@@ -273,7 +276,15 @@ int tm_job_load(const char *file, tm_job **out, tm_error *err)
 	for (int k = 0; k < TM_NDIM; k++)
 		j->size[k] = 1;
 	j->vpp = 1;
-	if ((rc = jin_load(file, "thermap.job", &root, j->sha256, err)))
+	if (text) {
+		char hex[65];
+		tm_sha256_hex(text, len, hex);
+		snprintf(j->sha256, sizeof j->sha256, "sha256:%s", hex);
+		rc = jin_loadb(file, text, len, "thermap.job", &root, err);
+	} else {
+		rc = jin_load(file, "thermap.job", &root, j->sha256, err);
+	}
+	if (rc)
 		goto fail;
 	jin_unknown(&J, root, "", known);
 	if ((rc = jin_obj(&J, root, "", "parallel", JF_REQ, &par)))
@@ -402,6 +413,17 @@ fail:
 	tm_job_free(j);
 	*out = NULL;
 	return rc;
+}
+
+int tm_job_load(const char *file, tm_job **out, tm_error *err)
+{
+	return job_load(file, NULL, 0, out, err);
+}
+
+int tm_job_loadb(const char *name, const char *text, size_t len,
+                 tm_job **out, tm_error *err)
+{
+	return job_load(name, text, len, out, err);
 }
 
 int tm_job_total_layers(const tm_job *j)

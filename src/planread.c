@@ -123,36 +123,13 @@ static int read_replan(const jin *J, json_t *root, tm_plan_doc *P)
 	return 0;
 }
 
-int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err)
+/* The document in P->root, read into P; P->file names it. */
+static int plan_doc_read(tm_plan_doc *P, tm_error *err)
 {
-	struct stat st;
-	size_t dl = strlen(dir);
 	json_t *inputs, *ranks;
-	strbuf f;
 	jin J;
 	int rc;
 
-	memset(P, 0, sizeof *P);
-	if (dl == 0 || dl > 4000)
-		return tm_fail(err, TM_EINPUT, "plan directory name is empty or "
-		               "too long");
-	while (dl > 1 && dir[dl - 1] == '/')
-		dl--;
-	sb_init(&f);
-	sb_addf(&f, "%.*s%splan.json", (int)dl, dir,
-	        dir[dl - 1] == '/' ? "" : "/");
-	P->file = f.s;
-	if (stat(dir, &st) != 0)
-		return tm_fail(err, TM_EINPUT, "%s: %s; expected a plan directory",
-		               dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return tm_fail(err, TM_EINPUT, "%s: not a directory; expected a "
-		               "plan directory", dir);
-	if (stat(P->file, &st) != 0 && errno == ENOENT)
-		return tm_fail(err, TM_EINPUT, "%s: missing; %s is not a plan "
-		               "directory", P->file, dir);
-	if ((rc = jin_load(P->file, "thermap.plan", &P->root, NULL, err)))
-		return rc;
 	J.file = P->file;
 	J.err = err;
 	if ((rc = bstr(&J, P->root, "", "id", JF_REQ, &P->id)))
@@ -178,3 +155,45 @@ int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err)
 	return read_replan(&J, P->root, P);
 }
 
+int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err)
+{
+	struct stat st;
+	size_t dl = strlen(dir);
+	strbuf f;
+	int rc;
+
+	memset(P, 0, sizeof *P);
+	if (dl == 0 || dl > 4000)
+		return tm_fail(err, TM_EINPUT, "plan directory name is empty or "
+		               "too long");
+	while (dl > 1 && dir[dl - 1] == '/')
+		dl--;
+	sb_init(&f);
+	sb_addf(&f, "%.*s%splan.json", (int)dl, dir,
+	        dir[dl - 1] == '/' ? "" : "/");
+	P->file = f.s;
+	if (stat(dir, &st) != 0)
+		return tm_fail(err, TM_EINPUT, "%s: %s; expected a plan directory",
+		               dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return tm_fail(err, TM_EINPUT, "%s: not a directory; expected a "
+		               "plan directory", dir);
+	if (stat(P->file, &st) != 0 && errno == ENOENT)
+		return tm_fail(err, TM_EINPUT, "%s: missing; %s is not a plan "
+		               "directory", P->file, dir);
+	if ((rc = jin_load(P->file, "thermap.plan", &P->root, NULL, err)))
+		return rc;
+	return plan_doc_read(P, err);
+}
+
+int tm_plan_doc_loadb(const char *name, const char *text, size_t len,
+                      tm_plan_doc *P, tm_error *err)
+{
+	int rc;
+	memset(P, 0, sizeof *P);
+	P->file = xstrdup(name);
+	if ((rc = jin_loadb(P->file, text, len, "thermap.plan", &P->root,
+	                    err)))
+		return rc;
+	return plan_doc_read(P, err);
+}

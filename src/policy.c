@@ -230,19 +230,17 @@ int tm_policy_load(const char *file, tm_policy **out, tm_error *err)
 	return 0;
 }
 
-int tm_policy_default(tm_policy **out, tm_error *err)
+int tm_policy_loadb(const char *name, const char *text, size_t len,
+                    tm_policy **out, tm_error *err)
 {
-	const char *name = "(built-in thermal policy)";
-	size_t len = sizeof tm_default_policy_text - 1;
 	tm_policy *p = policy_new(name);
 	json_t *root = NULL;
 	char hex[65];
 	int rc;
 
-	tm_sha256_hex(tm_default_policy_text, len, hex);
+	tm_sha256_hex(text, len, hex);
 	snprintf(p->sha256, sizeof p->sha256, "sha256:%s", hex);
-	if ((rc = jin_loadb(name, tm_default_policy_text, len, "thermap.policy",
-	                    &root, err)) ||
+	if ((rc = jin_loadb(name, text, len, "thermap.policy", &root, err)) ||
 	    (rc = load_policy(name, root, p, err))) {
 		json_decref(root);
 		tm_policy_free(p);
@@ -252,4 +250,11 @@ int tm_policy_default(tm_policy **out, tm_error *err)
 	json_decref(root);
 	*out = p;
 	return 0;
+}
+
+int tm_policy_default(tm_policy **out, tm_error *err)
+{
+	return tm_policy_loadb("(built-in thermal policy)",
+	                       tm_default_policy_text,
+	                       sizeof tm_default_policy_text - 1, out, err);
 }

@@ -504,16 +504,26 @@ static int row_gpu(csv *C, const char *const ids[4], const size_t idn[4])
 		memcpy(buf, ids[0], n);
 		buf[n] = '\0';
 		v = strtol(buf, &end, 10);
-		if (*end || v < 0 || v > 1000000)
+		if (*end || end == buf || v < 0 || v > 65535)
 			return tm_fail(S->err, TM_EINPUT, "%s:%ld: GPU index: "
-			               "expected a number, found \"%s\"", S->file,
-			               S->line, buf), -1;
+			               "expected an integer from 0 to 65535, found "
+			               "\"%s\"", S->file, S->line, buf), -1;
 		index = (int)v;
 	}
 	if (ids[1] && idn[1] && !is_missing(ids[1], ids[1] + idn[1]))
 		pci = strndup(ids[1], idn[1]);
-	if (ids[2] && idn[2] && !is_missing(ids[2], ids[2] + idn[2]))
+	if (ids[2] && idn[2] && !is_missing(ids[2], ids[2] + idn[2])) {
 		uuid = strndup(ids[2], idn[2]);
+		/* it names the GPU in the profile and the plan's env files */
+		if (!tm_valid_uuid(uuid)) {
+			tm_fail(S->err, TM_EINPUT, "%s:%ld: GPU UUID \"%.40s\": "
+			        "expected \"GPU-\" or \"MIG-\" and hex digits",
+			        S->file, S->line, uuid);
+			free(uuid);
+			free(pci);
+			return -1;
+		}
+	}
 	if (!C->have_id && !C->warned_noid) {
 		C->warned_noid = true;
 		tm_warn("%s: no index, pci.bus_id or uuid column: every row is "
@@ -1546,9 +1556,14 @@ int tl_read_dmon(tl_src *src, tl_lines *L)
 				               "field %d: expected a number, "
 				               "found \"%.20s\"", src->file,
 				               src->line, c + 1, tok);
-			if (kind[c] == D_GPU)
+			if (kind[c] == D_GPU) {
+				if (!(v >= 0 && v <= 65535 && v == floor(v)))
+					return tm_fail(src->err, TM_EINPUT,
+					       "%s:%ld: gpu: expected an index from 0 "
+					       "to 65535, found \"%.20s\"", src->file,
+					       src->line, tok);
 				gpu = (int)v;
-			else
+			} else
 				s.v[field[c]] = v;
 		}
 		if (c < ncols)

@@ -899,6 +899,16 @@ static int q_series(tl_src *src, const jin *J, preader *R, json_t *r,
 			src->skipped[TL_SKIP_BLANK]++;
 			continue;
 		}
+		{
+			char m[256];
+			if (tl_check_time(json_number_value(jt), m, sizeof m)) {
+				ppath[strlen(ppath) - 2] = '0';  /* the time */
+				return jin_fail(J, ppath, NULL, "%s", m);
+			}
+			if (metrics[mi].kind != K_MASK &&
+			    tl_check_value(metrics[mi].field, v, m, sizeof m))
+				return jin_fail(J, ppath, NULL, "%s", m);
+		}
 		if (Q.n >= QMAX_POINTS)
 			return jin_fail(J, ppath, NULL, "more than %u points in all "
 			                "query_range files; expected fewer (a larger "

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "telemetry.h"
@@ -40,6 +41,11 @@
 #define LIMIT_MAX_W 1e5    /* a power limit an estimate may rest on, at most
                               (the profile format's range of powers) */
 #define QMAX 1024          /* samples held for the guard, per GPU (2^k) */
+#define FIT_SD_MAX 100.0   /* a fit's residual SD, °C, at most (the
+                              profile's range): beyond, it is no fit */
+#define DERATE_MAX 100.0   /* derate and its SD at most (the profile's) */
+#define TIME_MAX_S 1e11    /* times read, either side of 1970: from the
+                              year -1199 to 5138 */
 #define READ_CHUNK (1u << 20)
 
 const char *const tl_skip_names[TL_NSKIP] = {
@@ -49,6 +55,73 @@ const char *const tl_skip_names[TL_NSKIP] = {
 	[TL_SKIP_UNUSED] = "unused_metric",
 	[TL_SKIP_BLANK] = "blank_value",
 };
+
+/* ---- values --------------------------------------------------------------- */
+
+/* What a value of each field may be (docs/profile.md, "Values"): the
+ * profile's own ranges where it has them, so that what the builder writes
+ * from sane values loads again; a physical bound elsewhere. A log that
+ * breaks one is wrong about the GPU, and no profile is made from it. */
+static const struct vrange {
+	const char *name, *unit;
+	double lo, hi;
+	bool lo_open;         /* lo itself is out of range */
+} vranges[TL_NFIELDS] = {
+	[TL_TEMP] = { "temperature", "°C", -50, 200, false },
+	[TL_POWER] = { "power", "W", 0, 1e5, false },
+	[TL_POWER_LIMIT] = { "power limit", "W", 0, 1e5, true },
+	[TL_SM_CLOCK] = { "SM clock", "MHz", 0, 1e5, false },
+	[TL_SM_CLOCK_MAX] = { "maximum SM clock", "MHz", 0, 1e5, false },
+	[TL_UTIL] = { "utilisation", "%", 0, 100, false },
+	[TL_TLIMIT] = { "margin to the slowdown temperature", "°C", -200, 200,
+	                false },
+	[TL_SLOWDOWN_C] = { "slowdown temperature", "°C", 0, 150, false },
+	[TL_THERMAL] = { "thermal slowdown flag", "", 0, 1, false },
+	[TL_PCAP] = { "power cap flag", "", 0, 1, false },
+	[TL_THERMAL_US] = { "thermal slowdown counter", "µs", 0, 9.2e18,
+	                    false },
+	[TL_PCAP_US] = { "power cap counter", "µs", 0, 9.2e18, false },
+};
+
+int tl_check_value(int f, double v, char *msg, size_t cap)
+{
+	const struct vrange *r = &vranges[f];
+	if (isnan(v) || ((r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi))
+		return 0;
+	snprintf(msg, cap, "%s %.15g%s%s is out of range; expected %s%g %s %g%s%s",
+	         r->name, v, *r->unit ? " " : "", r->unit,
+	         r->lo_open ? "more than " : "", r->lo,
+	         r->lo_open ? "and at most" : "to", r->hi,
+	         *r->unit ? " " : "", r->unit);
+	return TM_EINPUT;
+}
+
+int tl_check_time(double t, char *msg, size_t cap)
+{
+	if (isnan(t) || (t >= -TIME_MAX_S && t <= TIME_MAX_S))
+		return 0;
+	snprintf(msg, cap, "time %.17g s is out of range; expected seconds "
+	         "since 1970 from %g to %g (the years -1199 to 5138)", t,
+	         -TIME_MAX_S, TIME_MAX_S);
+	return TM_EINPUT;
+}
+
+/* "FILE:LINE: " or, where the reader has no line (JSON), "FILE: ". */
+static int src_fail(const tl_src *src, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int src_fail(const tl_src *src, const char *fmt, ...)
+{
+	char m[800];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	if (src->line > 0)
+		return tm_fail(src->err, TM_EINPUT, "%s:%ld: %s", src->file,
+		               src->line, m);
+	return tm_fail(src->err, TM_EINPUT, "%s: %s", src->file, m);
+}
 
 /* ---- lines --------------------------------------------------------------- */
 
@@ -60,13 +133,41 @@ int tl_lines_open(tl_lines *L, const char *file, tm_error *err)
 	if (strcmp(file, "-") == 0) {
 		L->fd = 0;
 	} else {
-		L->fd = open(file, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		int fl;
+		/* as tm_read_file: opening a FIFO without O_NONBLOCK waits for
+		 * a writer, and reading one, or a device, may never end */
+		L->fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (L->fd < 0)
 			return tm_fail(err, TM_EINPUT, "%s: cannot open: %s", file,
 			               strerror(errno));
+		if (fstat(L->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+			close(L->fd);
+			L->fd = -1;
+			return tm_fail(err, TM_EINPUT, "%s: not a regular file "
+			               "(a FIFO or device could block or never end; "
+			               "give it as - on standard input)", file);
+		}
+		if ((fl = fcntl(L->fd, F_GETFL)) >= 0)
+			fcntl(L->fd, F_SETFL, fl & ~O_NONBLOCK);
 	}
 	L->cap = READ_CHUNK + TL_MAX_LINE;
 	L->buf = xcalloc(L->cap + 1 + TL_SLACK, 1);
+	return 0;
+}
+
+int tl_lines_openb(tl_lines *L, const char *file, const char *text,
+                   size_t len, tm_error *err)
+{
+	memset(L, 0, sizeof *L);
+	L->file = file;
+	L->err = err;
+	L->fd = -1;   /* nothing to read: the whole input is in buf */
+	L->cap = len;
+	L->buf = xcalloc(len + 1 + TL_SLACK, 1);
+	memcpy(L->buf, text, len);
+	L->end = len;
+	L->eof = true;
 	return 0;
 }
 
@@ -114,7 +215,7 @@ long long tl_lines_tell(const tl_lines *L)
 
 int tl_lines_seek(tl_lines *L, long long off, long lineno)
 {
-	if (lseek(L->fd, (off_t)off, SEEK_SET) < 0)
+	if (L->fd < 0 || lseek(L->fd, (off_t)off, SEEK_SET) < 0)
 		return tm_fail(L->err, TM_EINPUT, "%s: cannot seek: %s", L->file,
 		               strerror(errno));
 	L->base = off;
@@ -591,12 +692,17 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 	int id = -1, cand;
 	tgpu *g;
 
+	if (!uuid && !pci && index < 0) {
+		/* a profile entry must name its GPU (docs/formats.md) */
+		src_fail(src, "the sample names no GPU: its index, PCI bus id and "
+		         "UUID are all missing");
+		return -1;
+	}
 	if (pci) {
 		npci = tm_normalise_pci(pci);
 		if (!npci) {
-			tm_fail(src->err, TM_EINPUT,
-			        "%s:%ld: PCI bus id \"%s\": expected "
-			        "DDDDDDDD:BB:DD.F", src->file, src->line, pci);
+			src_fail(src, "PCI bus id \"%.40s\": expected "
+			         "DDDDDDDD:BB:DD.F", pci);
 			return -1;
 		}
 	}
@@ -615,6 +721,14 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 		if (cand >= 0 && (!uuid || !k->g[cand].uuid) &&
 		    (!npci || !k->g[cand].pci))
 			id = cand;
+	}
+	if (id < 0 && k->n >= TL_MAX_GPUS) {
+		free(npci);
+		src_fail(src, "more than %d distinct GPUs; one run profiles at "
+		         "most %d (memory grows with every GPU, and the profile "
+		         "it writes must stay loadable): profile the hosts in "
+		         "parts", TL_MAX_GPUS, TL_MAX_GPUS);
+		return -1;
 	}
 	if (id < 0) {
 		if (k->n == k->cap) {
@@ -892,7 +1006,13 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 	tgpu *g = &k->g[gpu];
 	held *h;
 	double from = k->o.from, to = k->o.to;
+	char msg[256];
 
+	if (tl_check_time(s->t, msg, sizeof msg))
+		return src_fail(src, "%s", msg);
+	for (int f = 0; f < TL_NFIELDS; f++)
+		if (tl_check_value(f, s->v[f], msg, sizeof msg))
+			return src_fail(src, "%s", msg);
 	if (!isnan(s->t)) {
 		if (isnan(src->t_first) || s->t < src->t_first)
 			src->t_first = s->t;
@@ -1090,20 +1210,22 @@ static void own_fit(ent *e, const stats *st)
 	bool levels = st->fit_idle >= 2 && st->fit_busy >= 2;
 	bool spread = st->fn >= FIT_MIN_N &&
 	              st->fit_pmax - st->fit_pmin >= FIT_SPAN_W;
-	double r, amb;
+	double r, amb, sd = NAN;
 	if ((!levels && !spread) || !(e->sxx > 0))
 		return;
 	r = e->sxy / e->sxx;
 	amb = e->ym - r * e->xm;
 	if (!(r > 0 && r <= 10) || !(amb >= -50 && amb <= 200))
 		return;
+	/* two parameters from these samples */
+	if (e->n > 2)
+		sd = sqrt(fmax(0, e->syy - e->sxy * e->sxy / e->sxx) / (e->n - 2));
+	if (sd > FIT_SD_MAX)
+		return;
 	e->r = r;
 	e->amb = amb;
 	e->fit = FIT_OWN;
-	/* two parameters from these samples */
-	if (e->n > 2)
-		e->fit_sd = sqrt(fmax(0, e->syy - e->sxy * e->sxy / e->sxx) /
-		                 (e->n - 2));
+	e->fit_sd = sd;
 }
 
 /* A given slope r for a GPU without a fit of its own: its ambient from
@@ -1111,16 +1233,19 @@ static void own_fit(ent *e, const stats *st)
  * from these samples). False when the ambient is not physical. */
 static bool slope_fit(ent *e, double r, int kind)
 {
-	double amb = e->ym - r * e->xm;
+	double amb = e->ym - r * e->xm, sd = NAN;
 	if (!(e->n >= 1) || !(r > 0 && r <= 10) ||
 	    !(amb >= -50 && amb <= 200))
+		return false;
+	if (e->n > 1)
+		sd = sqrt(fmax(0, e->syy - 2 * r * e->sxy + r * r * e->sxx) /
+		          (e->n - 1));
+	if (sd > FIT_SD_MAX)
 		return false;
 	e->r = r;
 	e->amb = amb;
 	e->fit = kind;
-	if (e->n > 1)
-		e->fit_sd = sqrt(fmax(0, e->syy - 2 * r * e->sxy +
-		                      r * r * e->sxx) / (e->n - 1));
+	e->fit_sd = sd;
 	return true;
 }
 
@@ -1229,7 +1354,11 @@ static void group_fits(ent **m, int n)
 		}
 		if (!isnan(e->temp_idle))
 			continue;
-		if (e->fit != FIT_NONE && !isnan(e->power_idle)) {
+		if (e->fit != FIT_NONE && !isnan(e->power_idle) &&
+		    e->amb + e->r * e->power_idle >= -50 &&
+		    e->amb + e->r * e->power_idle <= 200) {
+			/* (a fit that puts idle outside the profile's range
+			 * is no estimate of it) */
 			e->temp_idle = e->amb + e->r * e->power_idle;
 			est_set(e, E_TEMP_IDLE, "no idle samples: the fit at "
 			        "power_idle_w");
@@ -1244,7 +1373,7 @@ static void group_fits(ent **m, int n)
 
 /* derate, its uncertainty and what it stands on (docs/profile.md,
  * "Speed"). f is the GPU with the fastest mean full-load clock. */
-static void derate(ent *e, const ent *f)
+static bool derate(ent *e, const ent *f)
 {
 	double q, rel, sd, d;
 	bool capped, hot = e->thermal >= THERMAL_FRAC;
@@ -1252,7 +1381,7 @@ static void derate(ent *e, const ent *f)
 	e->basis = TM_BASIS_NONE;
 	e->der = e->der_sd = NAN;
 	if (!(e->clock > 0) || !f)
-		return;
+		return true;
 	q = f->clock / e->clock;
 	rel = 0;
 	if (e->clock_se > 0)
@@ -1276,14 +1405,26 @@ static void derate(ent *e, const ent *f)
 	e->der = rnd(d, 3);
 	if (e->der - 1 <= e->der_sd)   /* inside its own uncertainty */
 		e->der = 1;
+	/* beyond what a profile holds: no speed of one GPU model */
+	return rnd(q, 3) <= DERATE_MAX && e->der_sd <= DERATE_MAX;
 }
 
-int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
+/* "host UUID", "host PCI-bus-id" or "host index N", for messages. */
+static const char *gpu_text(const tgpu *g, char *buf, size_t cap)
+{
+	if (g->uuid || g->pci)
+		snprintf(buf, cap, "%s %s", g->host, g->uuid ? g->uuid : g->pci);
+	else
+		snprintf(buf, cap, "%s index %d", g->host, g->index);
+	return buf;
+}
+
+int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 {
 	int *ord = xmalloc((size_t)(k->n ? k->n : 1) * sizeof *ord);
 	ent *es, **grp;
 	const ent *fast = NULL;
-	int m = 0;
+	int m = 0, rc = 0;
 	jw w;
 
 	for (int i = 0; i < k->n; i++) {
@@ -1332,8 +1473,21 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 			;
 		group_fits(grp + i, j - i);
 	}
-	for (int i = 0; i < m; i++)
-		derate(&es[i], fast);
+	for (int i = 0; i < m && !rc; i++)
+		if (!derate(&es[i], fast)) {
+			char a[300], b[300];
+			rc = tm_fail(err, TM_EINPUT, "%s: GPU %s: its mean full-load "
+			             "SM clock, %.15g MHz, is %.3g times below GPU %s's "
+			             "(%.15g MHz), beyond a derate of %g with its "
+			             "uncertainty: GPUs of different models, or clocks "
+			             "not in MHz?", es[i].g->last_src->file,
+			             gpu_text(es[i].g, a, sizeof a),
+			             es[i].clock, fast->clock / es[i].clock,
+			             gpu_text(fast->g, b, sizeof b), fast->clock,
+			             DERATE_MAX);
+		}
+	if (rc)
+		goto out;
 
 	jw_init(&w, out);
 	jw_obj(&w, NULL, false);
@@ -1399,13 +1553,14 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus)
 	jw_end_obj(&w);
 	sb_add(out, "\n");
 	*ngpus = m;
+out:
 	for (int i = 0; i < m; i++)
 		for (int f = 0; f < NEST; f++)
 			free(es[i].est[f]);
 	free(es);
 	free(grp);
 	free(ord);
-	return 0;
+	return rc;
 }
 
 /* ---- files ---------------------------------------------------------------- */
@@ -1448,7 +1603,9 @@ int tl_read_file(tl_src *src)
 	char *fhost = NULL;
 	const char *opt_host = src->host;
 
-	if ((rc = tl_lines_open(&L, src->file, src->err)))
+	if ((rc = src->text ? tl_lines_openb(&L, src->file, src->text,
+	                                     src->len, src->err)
+	                    : tl_lines_open(&L, src->file, src->err)))
 		return rc;
 	n = tl_lines_peek(&L, &p);
 	if (starts(p, n, "\xef\xbb\xbf")) {   /* a byte order mark */
@@ -1477,6 +1634,13 @@ binary:
 		char *text;
 		size_t len;
 		tl_lines_close(&L);
+		if (src->text) {
+			if (src->len > TM_MAX_INPUT_BYTES)
+				return tm_fail(src->err, TM_EINPUT, "%s: file is %zu "
+				               "bytes; the limit is %u", src->file,
+				               src->len, TM_MAX_INPUT_BYTES);
+			return tl_read_qrange(src, src->text, src->len);
+		}
 		if ((rc = tm_read_file(src->file, TM_MAX_INPUT_BYTES, &text, &len,
 		                       src->err)))
 			return rc;
@@ -1690,8 +1854,10 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 		rc = tl_qrange_flush(k, err);
 	if (!rc) {
 		sb_init(&pb);
-		tl_sink_finish(k, &pb, &ngpus);
-		if (ngpus == 0) {
+		rc = tl_sink_finish(k, &pb, &ngpus, err);
+		if (rc) {
+			sb_free(&pb);
+		} else if (ngpus == 0) {
 			sb_free(&pb);
 			rc = tm_fail(err, TM_EINPUT, "%s%s: no GPU samples to "
 			             "profile", n > 1 ? "inputs ending with " : "",

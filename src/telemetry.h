@@ -62,6 +62,18 @@ enum tl_skip {
 };
 extern const char *const tl_skip_names[TL_NSKIP];
 
+/* Values and times out of their ranges (docs/profile.md, "Values"):
+ * TM_EINPUT and what was expected in msg, else 0 (NAN, no value, is
+ * always in range). tl_push() checks every sample with them. */
+int tl_check_value(int field, double v, char *msg, size_t cap);
+int tl_check_time(double t, char *msg, size_t cap);
+
+/* Distinct GPUs one profile may hold: memory grows with each (a few KiB,
+ * up to about 200 KiB with a full guard queue and histograms), and the
+ * profile written must stay under the loaders' 256 MiB, at most about
+ * 2 KiB an entry. 65536 is 8192 hosts of 8 GPUs. */
+#define TL_MAX_GPUS 65536
+
 typedef struct tl_sink tl_sink;  /* the profile builder */
 
 typedef struct tl_opts {
@@ -96,6 +108,9 @@ typedef struct tl_src {
 	char fhost[256];     /* host taken from the file name for GPUs
 	                        of this file ("" when none was), for the
 	                        warning that says so */
+	const char *text;    /* the input's bytes when held in memory (then
+	                        file only names it), else NULL */
+	size_t len;          /* bytes at text */
 	tm_error *err;
 } tl_src;
 
@@ -152,8 +167,9 @@ char *tl_host_from_file(const char *file);
 void tl_warn_forget(void);
 
 /* Ends every GPU's stream and writes the thermap.profile/1 document to
- * out; *ngpus is the number of entries. */
-int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus);
+ * out; *ngpus is the number of entries. TM_EINPUT with err set when the
+ * GPUs' clocks are too far apart for a derate a profile holds. */
+int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err);
 
 /* Reads one input file (format found from its content) into src->sink;
  * src->file and src->host (--host or NULL) are set by the caller. */
@@ -179,8 +195,13 @@ typedef struct tl_lines {
 	tm_error *err;
 } tl_lines;
 
-/* Opens file ("-" reads stdin). Returns 0 or TM_EINPUT with err set. */
+/* Opens file ("-" reads stdin). Returns 0 or TM_EINPUT with err set: a
+ * file that is not a regular one (a FIFO, a device, a directory) is
+ * refused, as it could block or never end; stdin is read as it is. */
 int tl_lines_open(tl_lines *L, const char *file, tm_error *err);
+/* The same over len bytes at text, copied; file only names them. */
+int tl_lines_openb(tl_lines *L, const char *file, const char *text,
+                   size_t len, tm_error *err);
 /* Up to n bytes from the start of the file, without consuming them. */
 size_t tl_lines_peek(tl_lines *L, const char **p);
 /* Returns 1 and the next line (without "\n" or "\r\n"), 0 at the end, or

@@ -74,6 +74,57 @@ void tp_note(tp_view *v, const char *fmt, ...)
 	v->notes[v->nnotes++] = b.s;
 }
 
+/* What a source's GPU is called in messages: its index, else its place. */
+static void gpu_name(const tp_view *v, int g, char *buf, size_t n)
+{
+	const tp_gpu *x = &v->gpus[g];
+	if (x->index >= 0)
+		snprintf(buf, n, "GPU %d", x->index);
+	else if (x->pci)
+		snprintf(buf, n, "GPU %s", x->pci);
+	else
+		snprintf(buf, n, "GPU #%d", g + 1);
+}
+
+/* One source naming two GPUs alike, or an NVLink count no cluster can
+ * hold, would give a cluster that every later command rejects: refused
+ * here, naming the source. */
+int tp_check_view(const tp_view *v, tm_error *err)
+{
+	const char *f = v->file ? v->file : "this machine";
+	char a[64], b[64];
+	int n = v->ngpus;
+
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i; j++) {
+			const tp_gpu *x = &v->gpus[j], *y = &v->gpus[i];
+			gpu_name(v, j, a, sizeof a);
+			gpu_name(v, i, b, sizeof b);
+			if (x->uuid && y->uuid && !strcmp(x->uuid, y->uuid))
+				return tm_fail(err, TM_EINPUT, "%s: %s and %s have the "
+				               "same UUID %s; a UUID names one GPU",
+				               f, a, b, y->uuid);
+			if (x->pci && y->pci && !strcmp(x->pci, y->pci))
+				return tm_fail(err, TM_EINPUT, "%s: %s and %s have the "
+				               "same PCI bus id %s", f, a, b, y->pci);
+		}
+	if (!v->link)
+		return 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			size_t k = (size_t)i * (size_t)n + (size_t)j;
+			if (v->link[k] != TM_LINK_NV || v->nv[k] <= 64)
+				continue;
+			gpu_name(v, i, a, sizeof a);
+			gpu_name(v, j, b, sizeof b);
+			return tm_fail(err, TM_EINPUT, "%s: %s and %s are joined by "
+			               "%s%d NVLinks; expected 1 to 64 (NV1 ... NV64)",
+			               f, a, b, v->nv[k] == 255 ? "255 or more " : "",
+			               v->nv[k] == 255 ? 255 : v->nv[k]);
+		}
+	return 0;
+}
+
 /* ---- joining the views of one host ---------------------------------------- */
 
 /* Which source's word counts most, per kind of fact. */
@@ -272,7 +323,7 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 				jw_str(w, "pci_bus_id", x->pci);
 			else
 				jw_null(w, "pci_bus_id");
-			if (x->model)
+			if (x->model)  /* jw_str writes any bytes as valid JSON */
 				jw_str(w, "model", x->model);
 			else
 				jw_null(w, "model");
@@ -361,10 +412,16 @@ static int read_local(tp_view **views, int *nv, tm_error *err)
 
 	if ((rc = tp_read_hwloc(NULL, &hw, err)))
 		return rc;
+	if ((rc = tp_check_view(&hw, err))) {
+		tp_view_free(&hw);
+		return rc;
+	}
 	mark_nv_unknown(&hw);
 	if (run_to_file("nvidia-smi topo -m 2>/dev/null", path)) {
 		rc = tp_read_smi_topo(path, &smi, err);
 		unlink(path);
+		if (!rc && (rc = tp_check_view(&smi, err)))
+			tp_view_free(&smi);
 		if (rc) {
 			tp_view_free(&hw);
 			return rc;
@@ -377,6 +434,8 @@ static int read_local(tp_view **views, int *nv, tm_error *err)
 		                path)) {
 			rc = tp_read_gpu_list(path, &list, err);
 			unlink(path);
+			if (!rc && (rc = tp_check_view(&list, err)))
+				tp_view_free(&list);
 			if (rc) {
 				tp_view_free(&hw);
 				tp_view_free(&smi);
@@ -419,6 +478,8 @@ static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
 		rc = tp_read_nccl(in->file, &v, err);
 	else
 		return tm_fail(err, TM_EUSAGE, "unknown source kind %s", in->kind);
+	if (!rc && (rc = tp_check_view(&v, err)))
+		tp_view_free(&v);
 	if (rc)
 		return rc;
 	v.source = in->kind;   /* name sources as the options do */
@@ -426,6 +487,36 @@ static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
 		mark_nv_unknown(&v);
 	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
 	(*views)[(*nv)++] = v;
+	return 0;
+}
+
+int tp_join_views(const char *host, tp_view *v, int nv, const char *prefer,
+                  char **cluster, tm_error *err)
+{
+	strbuf b;
+	jw w;
+	int rc = 0;
+
+	*cluster = NULL;
+	for (int i = 0; i < nv && !rc; i++)
+		rc = tp_check_view(&v[i], err);
+	if (rc)
+		return rc;
+	sb_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w, NULL, false);
+	jw_str(&w, "format", "thermap.cluster/1");
+	jw_arr(&w, "nodes", false);
+	rc = join_host(&w, host, v, nv, prefer, err);
+	jw_end_arr(&w);
+	jw_null(&w, "network");
+	jw_end_obj(&w);
+	sb_add(&b, "\n");
+	if (rc) {
+		sb_free(&b);
+		return rc;
+	}
+	*cluster = b.s;
 	return 0;
 }
 

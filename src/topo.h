@@ -65,11 +65,15 @@ void tp_note(tp_view *v, const char *fmt, ...)
  * index = row number (GPU0 -> 0) and numa from "NUMA Affinity" when
  * present. A matrix with missing rows or columns is an error naming them. */
 int tp_read_smi_topo(const char *file, tp_view *v, tm_error *err);
+int tp_read_smi_topo_text(const char *file, const char *data, size_t len,
+                          tp_view *v, tm_error *err);
 
 /* Reads a GPU list: `nvidia-smi -L`, `nvidia-smi -q`, or
  * `--query-gpu=index,uuid,pci.bus_id,name,memory.total --format=csv`
  * (header needed; any order; units or not). No links. */
 int tp_read_gpu_list(const char *file, tp_view *v, tm_error *err);
+int tp_read_gpu_list_text(const char *file, const char *data, size_t len,
+                          tp_view *v, tm_error *err);
 
 /* Reads hwloc XML (file), or the live machine (file NULL), through
  * libhwloc: NVIDIA GPUs (CUDA/NVML OS devices, else NVIDIA PCI display
@@ -78,10 +82,25 @@ int tp_read_gpu_list(const char *file, tp_view *v, tm_error *err);
  * (GPU-to-GPU, or GPU-to-NVSwitch: GPUs on one switch fabric are joined).
  * Non-NVIDIA GPUs are counted in v->ignored and noted. */
 int tp_read_hwloc(const char *file, tp_view *v, tm_error *err);
+int tp_read_hwloc_text(const char *file, const char *data, size_t len,
+                       tp_view *v, tm_error *err);
 
 /* Reads an NCCL topology file (NCCL_TOPO_FILE): <gpu dev= ...> under
  * <pci busid=...>, <nvlink target= count=>, NVSwitch targets. A graph file,
  * a file without GPUs, or XML that is not well formed is an error. */
 int tp_read_nccl(const char *file, tp_view *v, tm_error *err);
+int tp_read_nccl_text(const char *file, const char *data, size_t len,
+                      tp_view *v, tm_error *err);
+
+/* The *_text readers read len bytes at data instead of the file, which
+ * then only names them in messages (tests and fuzz harnesses). */
+
+/* Checks a view as every source's must hold (no UUID or PCI bus id twice,
+ * NVLink counts within NV1..NV64) and joins the views of one host into a
+ * thermap.cluster/1 document of that host alone, as `thermap topo` does;
+ * *cluster is new text. */
+int tp_check_view(const tp_view *v, tm_error *err);
+int tp_join_views(const char *host, tp_view *v, int nv, const char *prefer,
+                  char **cluster, tm_error *err);
 
 #endif

@@ -9,14 +9,24 @@
  * NVML backend has no NVLinkBandwidth matrix) stays unknown and is noted,
  * never guessed.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <hwloc.h>
 
 #include "topo.h"
 
 #define HW_MAX_XML_BYTES (64u << 20)  /* lstopo exports are well below 1 MiB */
+#define HW_PROBE_S 60                 /* a file hwloc reads longer hangs it */
+/* exit codes of the probe (any other status is a crash) */
+#define HW_PROBE_READ 100
+#define HW_PROBE_REFUSED 101
 
 typedef struct hw_gpu {
 	hwloc_obj_t pci;     /* the GPU's PCI device; NULL when hwloc has none */
@@ -85,34 +95,28 @@ static void sniff_root(const char *s, char name[32], unsigned *major,
 	}
 }
 
-static int load_file(hw_ctx *c, const char *file)
+/* Checks the prolog of buf (len bytes and a NUL) and hands it to hwloc. */
+static int load_xml(hw_ctx *c, const char *buf, size_t len)
 {
-	char *buf = NULL, root[32];
-	size_t len = 0;
+	const char *file = c->name;
+	char root[32];
 	unsigned major, minor;
-	int rc;
 
-	rc = tm_read_file(file, HW_MAX_XML_BYTES, &buf, &len, c->err);
-	if (rc)
-		return rc;
 	sniff_root(buf, root, &major, &minor);
 	if (strcmp(root, "topology") != 0) {
 		if (strcmp(root, "system") == 0 || strcmp(root, "graphs") == 0)
-			rc = tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (root "
-			             "element <%s>: an NCCL file?)", file, root);
-		else if (root[0])
-			rc = tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (root "
-			             "element <%s>, expected <topology>)", file, root);
-		else
-			rc = tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (no "
-			             "<topology> element)", file);
-		free(buf);
-		return rc;
+			return tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (root "
+			               "element <%s>: an NCCL file?)", file, root);
+		if (root[0])
+			return tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (root "
+			               "element <%s>, expected <topology>)", file,
+			               root);
+		return tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (no "
+		               "<topology> element)", file);
 	}
 	/* hwloc 2 refuses version 3 files, which it cannot read (OS device
 	 * types became bit masks, info units changed). */
-	if (major > (unsigned)(HWLOC_API_VERSION >> 16)) {
-		free(buf);
+	if (major > (unsigned)(HWLOC_API_VERSION >> 16))
 		return tm_fail(c->err, TM_EINPUT, "%s: hwloc XML version %u.%u "
 		               "needs hwloc %u; thermap is built with hwloc %u, "
 		               "which reads XML up to version %u.x (export the "
@@ -120,14 +124,12 @@ static int load_file(hw_ctx *c, const char *file)
 		               minor, major, (unsigned)(HWLOC_API_VERSION >> 16),
 		               (unsigned)(HWLOC_API_VERSION >> 16),
 		               (unsigned)(HWLOC_API_VERSION >> 16));
-	}
 	/* size includes the terminating NUL, as hwloc's own exports do */
 	if (hwloc_topology_set_xmlbuffer(c->topo, buf, (int)len + 1) < 0 ||
 	    hwloc_topology_load(c->topo) < 0)
-		rc = tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (libhwloc "
-		             "rejects it: malformed or incomplete)", file);
-	free(buf);
-	return rc;
+		return tm_fail(c->err, TM_EINPUT, "%s: not hwloc XML (libhwloc "
+		               "rejects it: malformed or incomplete)", file);
+	return 0;
 }
 
 /* ---- finding GPUs ------------------------------------------------------- */
@@ -604,14 +606,16 @@ static int fill_view(hw_ctx *c)
 	return 0;
 }
 
-int tp_read_hwloc(const char *file, tp_view *v, tm_error *err)
+/* Reads the live machine (buf NULL) or buf (len bytes and a NUL) into v,
+ * which tp_view_init has prepared. */
+static int read_topology(const char *name, const char *buf, size_t len,
+                         tp_view *v, tm_error *err)
 {
 	hw_ctx c;
 	int rc;
 
-	tp_view_init(v, file ? "hwloc" : "local", file);
 	memset(&c, 0, sizeof c);
-	c.name = file ? file : "this machine";
+	c.name = name;
 	c.v = v;
 	c.err = err;
 	/* readers never print: hwloc reports odd OS or XML data on stderr
@@ -622,8 +626,8 @@ int tp_read_hwloc(const char *file, tp_view *v, tm_error *err)
 		               c.name);
 	/* I/O objects are dropped by default; GPUs are among them */
 	hwloc_topology_set_io_types_filter(c.topo, HWLOC_TYPE_FILTER_KEEP_ALL);
-	if (file)
-		rc = load_file(&c, file);
+	if (buf)
+		rc = load_xml(&c, buf, len);
 	else if (hwloc_topology_load(c.topo) < 0)
 		rc = tm_fail(err, TM_EINTERNAL, "this machine: hwloc cannot read "
 		             "the topology");
@@ -635,7 +639,110 @@ int tp_read_hwloc(const char *file, tp_view *v, tm_error *err)
 	}
 	free(c.g);
 	hwloc_topology_destroy(c.topo);
+	return rc;
+}
+
+/* libhwloc parses the XML itself, and some malformed files crash it: one
+ * renamed attribute (complete_cpuset) is a SIGSEGV inside
+ * hwloc_topology_load. A crash would take thermap and its message with
+ * it, so a file is read first in a child process that only says whether
+ * it lived; the same bytes read here then give the same result. A child
+ * that dies, or runs past HW_PROBE_S, refuses the file with one line. */
+static int probe(const char *name, const char *buf, size_t len,
+                 tm_error *err)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot start a process to "
+		               "read it: %s", name, strerror(errno));
+	if (pid == 0) {
+		tp_view v;
+		tm_error e = { 0, "" };
+		int fd = open("/dev/null", O_WRONLY);
+		/* a crash report would be a second message */
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		signal(SIGSEGV, SIG_DFL);
+		signal(SIGBUS, SIG_DFL);
+		signal(SIGFPE, SIG_DFL);
+		signal(SIGILL, SIG_DFL);
+		signal(SIGABRT, SIG_DFL);
+		alarm(HW_PROBE_S);
+		tp_view_init(&v, "hwloc", name);
+		_exit(read_topology(name, buf, len, &v, &e) ? HW_PROBE_REFUSED
+		                                            : HW_PROBE_READ);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return tm_fail(err, TM_EINTERNAL, "%s: lost the process "
+			               "reading it: %s", name, strerror(errno));
+	if (WIFEXITED(st) && (WEXITSTATUS(st) == HW_PROBE_READ ||
+	                      WEXITSTATUS(st) == HW_PROBE_REFUSED))
+		return 0;
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+		return tm_fail(err, TM_EINPUT, "%s: libhwloc did not finish "
+		               "reading it in %d s; not usable hwloc XML", name,
+		               HW_PROBE_S);
+	if (WIFSIGNALED(st))
+		return tm_fail(err, TM_EINPUT, "%s: libhwloc crashed reading it "
+		               "(signal %d, %s): malformed hwloc XML", name,
+		               WTERMSIG(st), strsignal(WTERMSIG(st)));
+	return tm_fail(err, TM_EINPUT, "%s: libhwloc crashed reading it (exit "
+	               "status %d): malformed hwloc XML", name,
+	               WEXITSTATUS(st));
+}
+
+int tp_read_hwloc_text(const char *file, const char *data, size_t len,
+                       tp_view *v, tm_error *err)
+{
+	char *buf;
+	int rc;
+
+	tp_view_init(v, "hwloc", file);
+	if (len > HW_MAX_XML_BYTES) {
+		tp_view_free(v);
+		return tm_fail(err, TM_EINPUT, "%s: file is %zu bytes; the limit "
+		               "is %u", file, len, HW_MAX_XML_BYTES);
+	}
+	/* hwloc wants the NUL after the text */
+	buf = xmalloc(len + 1);
+	memcpy(buf, data, len);
+	buf[len] = '\0';
+	rc = probe(file, buf, len, err);
+	if (!rc)
+		rc = read_topology(file, buf, len, v, err);
+	free(buf);
 	if (rc)
 		tp_view_free(v);  /* nothing is left to free on error */
+	return rc;
+}
+
+int tp_read_hwloc(const char *file, tp_view *v, tm_error *err)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!file) {
+		tp_view_init(v, "local", NULL);
+		rc = read_topology("this machine", NULL, 0, v, err);
+		if (rc)
+			tp_view_free(v);
+		return rc;
+	}
+	rc = tm_read_file(file, HW_MAX_XML_BYTES, &buf, &len, err);
+	if (rc) {
+		tp_view_init(v, "hwloc", file);
+		tp_view_free(v);
+		return rc;
+	}
+	rc = tp_read_hwloc_text(file, buf, len, v, err);
+	free(buf);
 	return rc;
 }

@@ -484,6 +484,19 @@ typedef struct nc_ctx {
 static int efail(nc_ctx *c, const xn *e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* An attribute value for a message: quoted, at most 40 bytes. The
+ * message shows it as tm_text does (tm_vfail_at): a line break, an ESC
+ * or a byte that is no UTF-8 becomes an escape, so it stays one line. */
+static const char *shown(const char *s, char buf[200])
+{
+	size_t n = strnlen(s, 41);
+	if (n > 40)
+		snprintf(buf, 200, "\"%.40s...\"", s);
+	else
+		snprintf(buf, 200, "\"%s\"", s);
+	return buf;
+}
+
 static int efail(nc_ctx *c, const xn *e, const char *fmt, ...)
 {
 	va_list ap;
@@ -510,16 +523,17 @@ static int add_gpu(nc_ctx *c, int node, int gpu, int dev)
 	int cpu = enclosing(c, node, "cpu");
 	nc_gpu *g;
 	long numa = -1;
+	char q[200];
 
 	if (!pci)
-		return efail(c, p, busid ? "<pci> busid \"%.40s\" is not a PCI bus "
-		             "id" : "<pci> of a GPU has no busid%.0s",
-		             busid ? busid : "");
+		return efail(c, p, busid ? "<pci> busid %s is not a PCI bus id" :
+		             "<pci> of a GPU has no busid%.0s",
+		             busid ? shown(busid, q) : "");
 	if (cpu >= 0 && attr(&c->d.n[cpu], "numaid") &&
 	    !dec(attr(&c->d.n[cpu], "numaid"), -1, 65535, &numa)) {
 		free(pci);
-		return efail(c, &c->d.n[cpu], "<cpu> numaid \"%.40s\" is not a "
-		             "NUMA node number", attr(&c->d.n[cpu], "numaid"));
+		return efail(c, &c->d.n[cpu], "<cpu> numaid %s is not a NUMA "
+		             "node number", shown(attr(&c->d.n[cpu], "numaid"), q));
 	}
 	if (c->n >= TM_MAX_GPUS_PER_NODE) {
 		free(pci);
@@ -544,6 +558,7 @@ static int find_gpus(nc_ctx *c)
 	for (int i = 0; i < c->d.nn; i++) {
 		const xn *e = &c->d.n[i];
 		long dev;
+		char q[200];
 		if (strcmp(e->name, "gpu") != 0)
 			continue;
 		if (e->parent < 0 || strcmp(c->d.n[e->parent].name, "pci") != 0)
@@ -551,10 +566,10 @@ static int find_gpus(nc_ctx *c)
 			             "found it inside <%s>", e->parent < 0 ? "" :
 			             c->d.n[e->parent].name);
 		if (!dec(attr(e, "dev"), 0, TM_MAX_GPUS_PER_NODE - 1, &dev))
-			return efail(c, e, attr(e, "dev") ? "<gpu> dev \"%.40s\" is "
-			             "not a device number (0 to %d)" : "<gpu> has no "
-			             "dev attribute%.0s (a device number 0 to %d)",
-			             attr(e, "dev") ? attr(e, "dev") : "",
+			return efail(c, e, attr(e, "dev") ? "<gpu> dev %s is not a "
+			             "device number (0 to %d)" : "<gpu> has no dev "
+			             "attribute%.0s (a device number 0 to %d)",
+			             attr(e, "dev") ? shown(attr(e, "dev"), q) : "",
 			             TM_MAX_GPUS_PER_NODE - 1);
 		rc = add_gpu(c, e->parent, i, (int)dev);
 		if (rc)
@@ -671,6 +686,7 @@ static int read_nvlink(nc_ctx *c)
 		const xn *e = &c->d.n[i];
 		const char *target = attr(e, "target");
 		long count, cls = pci_class(attr(e, "tclass"));
+		char q[200];
 		int g = -1, peer;
 		char *t;
 
@@ -687,15 +703,15 @@ static int read_nvlink(nc_ctx *c)
 			break;
 		}
 		if (!target || !(t = tm_normalise_pci(target))) {
-			rc = efail(c, e, target ? "<nvlink> target \"%.40s\" is not "
-			           "a PCI bus id" : "<nvlink> has no target%.0s",
-			           target ? target : "");
+			rc = efail(c, e, target ? "<nvlink> target %s is not a PCI "
+			           "bus id" : "<nvlink> has no target%.0s",
+			           target ? shown(target, q) : "");
 			break;
 		}
 		if (!dec(attr(e, "count"), 1, NC_MAX_NV, &count)) {
-			rc = efail(c, e, "<nvlink> count \"%.40s\" is not a link "
-			           "count (1 to %d)", attr(e, "count") ?
-			           attr(e, "count") : "", NC_MAX_NV);
+			rc = efail(c, e, "<nvlink> count %s is not a link count "
+			           "(1 to %d)", shown(attr(e, "count") ?
+			           attr(e, "count") : "", q), NC_MAX_NV);
 			free(t);
 			break;
 		}
@@ -807,17 +823,33 @@ static int read_topology(nc_ctx *c)
 
 int tp_read_nccl(const char *file, tp_view *v, tm_error *err)
 {
-	nc_ctx c;
-	xp x;
 	char *buf = NULL;
 	size_t len = 0;
 	int rc;
 
-	tp_view_init(v, "nccl", file);
 	rc = tm_read_file(file, NC_MAX_BYTES, &buf, &len, err);
 	if (rc) {
+		tp_view_init(v, "nccl", file);
 		tp_view_free(v);
 		return rc;
+	}
+	rc = tp_read_nccl_text(file, buf, len, v, err);
+	free(buf);
+	return rc;
+}
+
+int tp_read_nccl_text(const char *file, const char *buf, size_t len,
+                      tp_view *v, tm_error *err)
+{
+	nc_ctx c;
+	xp x;
+	int rc;
+
+	tp_view_init(v, "nccl", file);
+	if (len > NC_MAX_BYTES) {
+		tp_view_free(v);
+		return tm_fail(err, TM_EINPUT, "%s: file is %zu bytes; the limit "
+		               "is %u", file, len, NC_MAX_BYTES);
 	}
 	memset(&c, 0, sizeof c);
 	c.file = file;
@@ -839,7 +871,6 @@ int tp_read_nccl(const char *file, tp_view *v, tm_error *err)
 	} else {
 		rc = xml_parse(&x);
 	}
-	free(buf);
 	if (!rc)
 		rc = read_topology(&c);
 	for (int i = 0; i < c.n; i++)

@@ -27,19 +27,29 @@ typedef struct text {
 	int line;       /* number of the line last returned */
 } text;
 
-/* Reads file as text: a NUL or control byte means binary data, nothing but
- * whitespace an empty file. what names the expected input for messages. */
-static int text_open(text *T, const char *file, const char *what,
-                     tm_error *err)
+/* Reads file as text, or takes a copy of len bytes at data when data is
+ * not NULL (file then only names them): a NUL or control byte means binary
+ * data, nothing but whitespace an empty file. what names the expected
+ * input for messages. */
+static int text_open(text *T, const char *file, const char *data,
+                     size_t len, const char *what, tm_error *err)
 {
-	size_t len;
 	int rc, line = 1;
 	bool blank = true;
 
 	memset(T, 0, sizeof *T);
 	T->file = file;
-	if ((rc = tm_read_file(file, SMI_MAX_BYTES, &T->buf, &len, err)))
+	if (data) {
+		if (len > SMI_MAX_BYTES)
+			return tm_fail(err, TM_EINPUT, "%s: file is %zu bytes; the "
+			               "limit is %u", file, len, SMI_MAX_BYTES);
+		T->buf = xmalloc(len + 1);
+		memcpy(T->buf, data, len);
+		T->buf[len] = '\0';
+	} else if ((rc = tm_read_file(file, SMI_MAX_BYTES, &T->buf, &len,
+	                              err))) {
 		return rc;
+	}
 	T->p = T->buf;
 	T->end = T->buf + len;
 	if (len >= 3 && !memcmp(T->p, "\xef\xbb\xbf", 3))  /* byte order mark */
@@ -426,6 +436,12 @@ static int topo_scan(text *T, toks *W, topo_hdr *H, topo_mat *M,
 
 int tp_read_smi_topo(const char *file, tp_view *v, tm_error *err)
 {
+	return tp_read_smi_topo_text(file, NULL, 0, v, err);
+}
+
+int tp_read_smi_topo_text(const char *file, const char *data, size_t len,
+                          tp_view *v, tm_error *err)
+{
 	text T;
 	toks W = { 0 };
 	topo_hdr H;
@@ -435,7 +451,7 @@ int tp_read_smi_topo(const char *file, tp_view *v, tm_error *err)
 	tp_view_init(v, "smi-topo", file);
 	memset(&M, 0, sizeof M);
 	memset(&H, 0, sizeof H);
-	if ((rc = text_open(&T, file, TOPO_WHAT, err)))
+	if ((rc = text_open(&T, file, data, len, TOPO_WHAT, err)))
 		goto out;
 	rc = topo_scan(&T, &W, &H, &M, err);
 	if (rc)
@@ -1130,12 +1146,18 @@ static int list_kind(text *T, int *first_line, bool *data_first)
 
 int tp_read_gpu_list(const char *file, tp_view *v, tm_error *err)
 {
+	return tp_read_gpu_list_text(file, NULL, 0, v, err);
+}
+
+int tp_read_gpu_list_text(const char *file, const char *data, size_t len,
+                          tp_view *v, tm_error *err)
+{
 	text T;
 	int rc, kind, first_line;
 	bool data_first;
 
 	tp_view_init(v, "gpu-list", file);
-	if ((rc = text_open(&T, file, LIST_WHAT, err)))
+	if ((rc = text_open(&T, file, data, len, LIST_WHAT, err)))
 		goto out;
 	kind = list_kind(&T, &first_line, &data_first);
 	if (kind == F_NONE) {
@@ -1150,7 +1172,7 @@ int tp_read_gpu_list(const char *file, tp_view *v, tm_error *err)
 	}
 	/* read again from the start: the scan cut the lines */
 	text_close(&T);
-	if ((rc = text_open(&T, file, LIST_WHAT, err)))
+	if ((rc = text_open(&T, file, data, len, LIST_WHAT, err)))
 		goto out;
 	if (kind == F_CSV)
 		rc = read_list_csv(&T, v, err);

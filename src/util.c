@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE  /* flock, renameat2, getrandom */
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,8 +262,13 @@ char *tm_normalise_pci(const char *s)
 	int colons = 0;
 	char *end;
 
-	for (const char *q = s; *q; q++)
+	for (const char *q = s; *q; q++) {
+		/* strtoul alone would take signs and blanks: "0000:-1:00.0"
+		 * became a bus of 16 hex digits that no reader takes back */
+		if (!isxdigit((unsigned char)*q) && *q != ':' && *q != '.')
+			return NULL;
 		colons += *q == ':';
+	}
 	if (colons < 1 || colons > 2 || strlen(s) > 32)
 		return NULL;
 	if (colons == 2) {

@@ -14,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -1104,6 +1105,136 @@ static void test_malformed(void **state)
 #undef FAIL
 }
 
+/* One row of one column of a log: the value is read (rc 0) or refused
+ * with the message of want_fmt. */
+static void one_value(const char *col, const char *v, const char *want_fmt)
+{
+	char text[512];
+	int n = snprintf(text, sizeof text, "timestamp, index, %s, "
+	                 "utilization.gpu [%%]\n2026/01/01 00:00:00.000, 0, %s, "
+	                 "100 %%\n", col, v);
+	if (want_fmt) {
+		expect_fail("value.csv", text, (size_t)n, want_fmt);
+	} else {
+		json_t *p;
+		tm_error e;
+		if (run1(put("value.csv", text, (size_t)n), "h", &p, &e) != 0)
+			fail_msg("%s %s: %s", col, v, e.msg);
+		json_decref(p);
+	}
+}
+
+/* Physically absurd values are refused with the line (docs/profile.md,
+ * "Values"); each range's ends are read. The fuzz harness found 1e308 °C
+ * written as a 309-digit temp_max_c, and a 0 W power limit accepted. */
+static void test_value_ranges(void **state)
+{
+	static const struct {
+		const char *col, *lo, *hi, *below, *above, *msg_below, *msg_above;
+	} t[] = {
+		{ "temperature.gpu", "-50", "200", "-50.1", "1e308",
+		  "temperature -50.1 °C is out of range; expected -50 to 200 °C",
+		  "temperature 1e+308 °C is out of range; expected -50 to "
+		  "200 °C" },
+		{ "power.draw [W]", "0", "100000", "-1", "100000.5",
+		  "power -1 W is out of range; expected 0 to 100000 W",
+		  "power 100000.5 W is out of range; expected 0 to 100000 W" },
+		{ "enforced.power.limit [W]", "0.5", "100000", "0", "2e5",
+		  "power limit 0 W is out of range; expected more than 0 and at "
+		  "most 100000 W",
+		  "power limit 200000 W is out of range; expected more than 0 "
+		  "and at most 100000 W" },
+		{ "clocks.sm [MHz]", "0", "100000", "-15", "1e9",
+		  "SM clock -15 MHz is out of range; expected 0 to 100000 MHz",
+		  "SM clock 1000000000 MHz is out of range; expected 0 to 100000 MHz" },
+		{ "clocks.max.sm [MHz]", "0", "100000", "-1", "100001",
+		  "maximum SM clock -1 MHz is out of range; expected 0 to 100000 "
+		  "MHz",
+		  "maximum SM clock 100001 MHz is out of range; expected 0 to "
+		  "100000 MHz" },
+		{ "temperature.gpu.tlimit", "-200", "200", "-201", "201",
+		  "margin to the slowdown temperature -201 °C is out of range; "
+		  "expected -200 to 200 °C",
+		  "margin to the slowdown temperature 201 °C is out of range; "
+		  "expected -200 to 200 °C" },
+	};
+	char want[512];
+	(void)state;
+	for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+		one_value(t[i].col, t[i].lo, NULL);
+		one_value(t[i].col, t[i].hi, NULL);
+		snprintf(want, sizeof want, "%%s:2: %s", t[i].msg_below);
+		one_value(t[i].col, t[i].below, want);
+		snprintf(want, sizeof want, "%%s:2: %s", t[i].msg_above);
+		one_value(t[i].col, t[i].above, want);
+	}
+	expect_fail("util.csv", "timestamp, index, utilization.gpu [%]\n"
+	            "2026/01/01 00:00:00.000, 0, 100.5 %\n",
+	            sizeof "timestamp, index, utilization.gpu [%]\n"
+	            "2026/01/01 00:00:00.000, 0, 100.5 %\n" - 1,
+	            "%s:2: utilisation 100.5 %% is out of range; expected 0 to "
+	            "100 %%");
+	/* the time of the row: seconds since 1970 within 1e11 */
+	expect_fail("t.csv", "timestamp, index, temperature.gpu\n"
+	            "200000000000, 0, 40\n",
+	            sizeof "timestamp, index, temperature.gpu\n"
+	            "200000000000, 0, 40\n" - 1,
+	            "%s:2: time 200000000000 s is out of range; expected seconds "
+	            "since 1970 from -1e+11 to 1e+11 (the years -1199 to 5138)");
+}
+
+/* Clocks too far apart for a derate the profile holds (at most 100,
+ * and its uncertainty too): the profile used to be written, and refused
+ * by every command that read it. */
+static void test_derate_beyond_range(void **state)
+{
+	static const char t[] = "timestamp, index, temperature.gpu, clocks.sm "
+		"[MHz], utilization.gpu [%]\n"
+		"2026/01/01 00:00:00.000, 0, 40, 1980, 100 %\n"
+		"2026/01/01 00:00:00.000, 1, 40, 0.5, 100 %\n";
+	(void)state;
+	expect_fail("clk.csv", t, sizeof t - 1, "%s: GPU h index 1: its mean "
+	            "full-load SM clock, 0.5 MHz, is 3.96e+03 times below GPU h "
+	            "index 0's (1980 MHz), beyond a derate of 100 with its "
+	            "uncertainty: GPUs of different models, or clocks not in "
+	            "MHz?");
+}
+
+/* Inputs that block or grow without bound (found by review and the fuzz
+ * harness): a FIFO waited forever for a writer, and one distinct GPU per
+ * row grew memory with the log. */
+static void test_blocking_and_gpu_cap(void **state)
+{
+	char fifo[600], *text;
+	json_t *p;
+	tm_error e;
+	strbuf b;
+	(void)state;
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(run1(fifo, "h", &p, &e), TM_EINPUT);
+	assert_string_equal(strstr(e.msg, ": not a regular file"),
+	                    ": not a regular file (a FIFO or device could block "
+	                    "or never end; give it as - on standard input)");
+	unlink(fifo);
+	/* TL_MAX_GPUS distinct GPUs are read, one more is refused */
+	sb_init(&b);
+	sb_add(&b, "timestamp, uuid, temperature.gpu, utilization.gpu [%]\n");
+	for (int i = 0; i < TL_MAX_GPUS; i++)
+		sb_addf(&b, "2026/01/01 00:00:00.000, GPU-%08x, 40, 100 %%\n", i);
+	assert_int_equal(run1(put("cap.csv", b.s, b.len), "h", &p, &e), 0);
+	assert_int_equal(json_array_size(json_object_get(p, "gpus")),
+	                 TL_MAX_GPUS);
+	json_decref(p);
+	sb_add(&b, "2026/01/01 00:00:00.000, GPU-ffffffff, 40, 100 %\n");
+	text = b.s;
+	expect_fail("cap.csv", text, b.len, "%s:65538: more than 65536 "
+	            "distinct GPUs; one run profiles at most 65536 (memory "
+	            "grows with every GPU, and the profile it writes must stay "
+	            "loadable): profile the hosts in parts");
+	sb_free(&b);
+}
+
 /* A short row is fine only as the cut last line. */
 static void test_cut_only_at_end(void **state)
 {
@@ -1281,6 +1412,9 @@ int main(void)
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_baseline_fill),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_value_ranges),
+		cmocka_unit_test(test_derate_beyond_range),
+		cmocka_unit_test(test_blocking_and_gpu_cap),
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),
 	};

@@ -431,7 +431,7 @@ static void file_host_and_model(void **state)
 	assert_int_equal(read_text(&x, text, NULL), 0);
 	assert_string_equal(x.src.fhost, x.file + 5);
 	sb_init(&out);
-	assert_int_equal(tl_sink_finish(x.k, &out, &n), 0);
+	assert_int_equal(tl_sink_finish(x.k, &out, &n, &x.err), 0);
 	assert_int_equal(n, 1);
 	/* no power limit, no second GPU: the last resort over 70 W */
 	if (!strstr(out.s, "\"r_c_per_w\": 0.4286") ||

@@ -500,6 +500,76 @@ static void test_hwloc_rejects(void **state)
 	             "without I/O objects?)");
 }
 
+/* A fixture with every occurrence of from replaced by to, written to
+ * dir/name; returns its path. */
+static const char *edited(const char *name, const char *fixture,
+                          const char *from, const char *to)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	tm_error e = { 0, "" };
+	strbuf b;
+	const char *p, *q;
+	assert_int_equal(tm_read_file(fixture, 1 << 20, &buf, &len, &e), 0);
+	sb_init(&b);
+	for (p = buf; (q = strstr(p, from)) != NULL; p = q + strlen(from)) {
+		sb_addf(&b, "%.*s", (int)(q - p), p);
+		sb_add(&b, to);
+	}
+	sb_add(&b, p);
+	p = write_tmp(name, b.s, b.len);
+	sb_free(&b);
+	free(buf);
+	return p;
+}
+
+/* libhwloc 2.9 dereferences NULL inside hwloc_topology_load when an
+ * object lacks complete_cpuset: read first in a child process, the file
+ * is one error line instead of thermap's death. Two GPUs sharing a UUID
+ * gave a cluster that every later command rejected; the view is refused
+ * naming the file and the UUID. */
+static void test_hwloc_crash_and_duplicates(void **state)
+{
+	static const char crash[] = ": libhwloc crashed reading it (";
+	tp_view v;
+	tm_error e = { 0, "" };
+	const char *f;
+	char msg[1024];
+	(void)state;
+	f = edited("cpucet.xml", HW "mpibind-g4dnmetal.xml", "complete_cpuset",
+	           "complete_cpucet");
+	assert_int_equal(tp_read_hwloc(f, &v, &e), TM_EINPUT);
+	/* the signal under a plain build; a sanitizer's exit status under
+	 * one, whose handler takes the SIGSEGV */
+	assert_true(strncmp(e.msg, f, strlen(f)) == 0);
+	assert_true(strncmp(e.msg + strlen(f), crash, sizeof crash - 1) == 0);
+	assert_non_null(strstr(e.msg, "): malformed hwloc XML"));
+	assert_null(strchr(e.msg, '\n'));
+	assert_int_equal(v.ngpus, 0);
+	tp_view_free(&v);
+
+	f = edited("dup.xml", HW "mpibind-coral-lassen.xml",
+	           "GPU-c6f92517-d6ad-e039-6cbf-fc1d05507a3c",
+	           "GPU-04732404-7fc3-5ae6-cddd-c879b3a379bb");
+	memset(&e, 0, sizeof e);
+	assert_int_equal(tp_read_hwloc(f, &v, &e), 0);
+	assert_int_equal(tp_check_view(&v, &e), TM_EINPUT);
+	subst(msg, sizeof msg, "FILE: GPU 0 and GPU 1 have the same UUID "
+	      "GPU-04732404-7fc3-5ae6-cddd-c879b3a379bb; a UUID names one GPU",
+	      f);
+	assert_string_equal(e.msg, msg);
+	tp_view_free(&v);
+	{
+		/* and through the command's entry point */
+		tm_topo_input in = { "a", "hwloc", f };
+		char *cl = NULL;
+		memset(&e, 0, sizeof e);
+		assert_int_equal(tm_topo_build(&in, 1, NULL, &cl, &e), TM_EINPUT);
+		assert_string_equal(e.msg, msg);
+		assert_null(cl);
+	}
+}
+
 /* The live machine: whatever it has, the reader returns a view or the
  * one-line error, and never prints. */
 static void test_hwloc_live(void **state)
@@ -723,6 +793,39 @@ static void test_nccl_gpu_links(void **state)
 	expect_view(tp_read_nccl, &w);
 }
 
+/* Found by fuzzing and review: NVLink counts that add up past NV64 were
+ * written as NV128, a cluster no command loads; an attribute value with
+ * a line break made the one error line two. */
+static void test_nccl_fuzz_findings(void **state)
+{
+	static const char over[] =
+		"<system version=\"1\"><cpu numaid=\"0\">\n"
+		"<pci busid=\"0000:06:00.0\" class=\"0x030200\"><gpu dev=\"0\">\n"
+		"<nvlink target=\"0000:07:00.0\" count=\"64\"/>\n"
+		"<nvlink target=\"0000:07:00.0\" count=\"64\"/>\n"
+		"</gpu></pci>\n"
+		"<pci busid=\"0000:07:00.0\" class=\"0x030200\"><gpu dev=\"1\"/>"
+		"</pci>\n</cpu></system>\n";
+	static const char brk[] =
+		"<system version=\"1\"><cpu numaid=\"0\">\n"
+		"<pci busid=\"0000:10:1c.0.\n-\" class=\"0x030200\"><gpu dev=\"0\"/>"
+		"</pci>\n</cpu></system>\n";
+	tp_view v;
+	tm_error e = { 0, "" };
+	const char *f = write_tmp("nv128.xml", over, sizeof over - 1);
+	char msg[1024];
+	(void)state;
+	assert_int_equal(tp_read_nccl(f, &v, &e), 0);
+	assert_int_equal(tp_check_view(&v, &e), TM_EINPUT);
+	subst(msg, sizeof msg, "FILE: GPU 0 and GPU 1 are joined by 128 "
+	      "NVLinks; expected 1 to 64 (NV1 ... NV64)", f);
+	assert_string_equal(e.msg, msg);
+	tp_view_free(&v);
+	expect_error(tp_read_nccl, write_tmp("brk.xml", brk, sizeof brk - 1),
+	             "FILE:2: <pci> busid \"0000:10:1c.0.\\n-\" is not a PCI "
+	             "bus id");
+}
+
 /* Each way a file is refused: the text and the exact message. */
 static void test_nccl_malformed(void **state)
 {
@@ -868,7 +971,8 @@ static int teardown(void **state)
 	static const char *const names[] = {
 		"sw.xml", "sw-old.xml", "sw-odd.xml", "sw-none.xml", "noio.xml",
 		"foo.xml", "empty.xml", "cut.xml", "dgx1.xml", "bad.xml",
-		"nul.xml", "deep.xml", "mixed.xml",
+		"nul.xml", "deep.xml", "mixed.xml", "cpucet.xml", "dup.xml",
+		"nv128.xml", "brk.xml",
 	};
 	char path[256];
 	(void)state;
@@ -891,6 +995,7 @@ int main(void)
 		cmocka_unit_test(test_hwloc_h200),
 		cmocka_unit_test(test_hwloc_nvswitch),
 		cmocka_unit_test(test_hwloc_rejects),
+		cmocka_unit_test(test_hwloc_crash_and_duplicates),
 		cmocka_unit_test(test_hwloc_live),
 		cmocka_unit_test(test_nccl_ibm_h100),
 		cmocka_unit_test(test_nccl_ncv4),
@@ -899,6 +1004,7 @@ int main(void)
 		cmocka_unit_test(test_nccl_fragments),
 		cmocka_unit_test(test_nccl_gpu_links),
 		cmocka_unit_test(test_nccl_malformed),
+		cmocka_unit_test(test_nccl_fuzz_findings),
 		cmocka_unit_test(test_nccl_other_vendor),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -89,6 +89,9 @@ typedef struct tm_cluster {
 } tm_cluster;
 
 int tm_cluster_load(const char *file, tm_cluster **out, tm_error *err);
+/* The same from len bytes of text; name stands for the file in messages. */
+int tm_cluster_loadb(const char *name, const char *text, size_t len,
+                     tm_cluster **out, tm_error *err);
 void tm_cluster_free(tm_cluster *c);
 /* Default bandwidth (GB/s, one direction) for a link code on a GPU model. */
 double tm_link_default_gb_per_s(int link, int nv, const char *model);
@@ -230,6 +233,9 @@ typedef struct tm_job {
 } tm_job;
 
 int tm_job_load(const char *file, tm_job **out, tm_error *err);
+/* The same from len bytes of text; name stands for the file in messages. */
+int tm_job_loadb(const char *name, const char *text, size_t len,
+                 tm_job **out, tm_error *err);
 void tm_job_free(tm_job *j);
 /* Coordinates of a global rank under the job's order string. */
 void tm_job_coords(const tm_job *j, int rank, int coord[TM_NDIM]);
@@ -284,6 +290,9 @@ typedef struct tm_policy {
 } tm_policy;
 
 int tm_policy_load(const char *file, tm_policy **out, tm_error *err);
+/* The same from len bytes of text; name stands for the file in messages. */
+int tm_policy_loadb(const char *name, const char *text, size_t len,
+                    tm_policy **out, tm_error *err);
 /* "ilp", "greedy-coolest", … */
 const char *tm_method_name(int method);
 /* "time", "peak_temp", "moves" or "wear" (enum tm_crit). */
