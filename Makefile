@@ -13,12 +13,9 @@ SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
 
 B       ?= build
-LIB_SRC  = src/util.c src/sha256.c src/layout.c src/jsonin.c src/jsonout.c \
-           src/cluster.c src/profile.c src/job.c src/policy.c \
-           src/problem.c src/model.c src/sim.c src/solve.c src/solve_ilp.c src/bound.c src/solve_host.c \
-           src/rebalance.c src/decide.c src/replan.c src/compare.c src/plan.c src/check.c src/telemetry.c src/tele_csv.c \
-           src/tele_prom.c src/topo.c src/topo_smi.c src/topo_hwloc.c \
-           src/topo_nccl.c src/svg.c src/diff.c src/planread.c src/calibrate.c
+# the library: every source file below src/ but the command line's
+LIB_SRC  = $(sort $(wildcard src/base/*.c src/format/*.c src/telemetry/*.c \
+                  src/topo/*.c src/model/*.c src/solve/*.c src/ops/*.c))
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
            test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
@@ -45,14 +42,15 @@ TEST_DEB = coinor-cbc glpk-utils
 
 all: $(B)/thermap
 
-$(B)/%.o: src/%.c | $(B)
+$(B)/%.o: src/%.c
+	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
 
 $(B)/libthermap.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/thermap: $(B)/main.o $(B)/libthermap.a
+$(B)/thermap: $(B)/cli/main.o $(B)/libthermap.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(LDEXTRA)
 
 $(B)/bench: $(B)/bench.o $(B)/libthermap.a
@@ -195,4 +193,4 @@ clean:
         fuzz fuzz-deps fuzz-replay
 .SECONDARY:
 
--include $(wildcard $(B)/*.d $(B)/fuzz/*.d)
+-include $(wildcard $(B)/*.d $(B)/*/*.d)

@@ -11,7 +11,7 @@
 #include <jansson.h>
 
 #include "thermap/thermap.h"
-#include "sha256.h"
+#include "base/sha256.h"
 
 #define TM_MAX_INPUT_BYTES (256u << 20) /* largest JSON input we read */
 #define TM_MAX_GPUS_PER_NODE 1024       /* a sanity bound on hostile input */

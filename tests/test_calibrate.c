@@ -1,5 +1,5 @@
 /*
- * test_calibrate.c — tm_calibrate (src/calibrate.c) on synthetic runs of
+ * test_calibrate.c — tm_calibrate (src/ops/calibrate.c) on synthetic runs of
  * known parameters: a cluster, profile, job and identity plan written to
  * a temporary directory, and nvidia-smi telemetry of that plan made from
  * the model itself with each GPU's true waiting power, derate, thermal
@@ -42,7 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "calibrate.h"
+#include "ops/calibrate.h"
 #include "testplan.h"
 
 #define NG 4          /* GPUs of the synthetic host; also the ranks */

@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "diff.h"
+#include "ops/diff.h"
 #include "testplan.h"
 
 #define FIX "fixtures/h200x4-a/"

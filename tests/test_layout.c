@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "layout.h"
+#include "format/layout.h"
 
 #define FIXTURE "fixtures/megatron-layout/megatron-pipeline-layouts-and-uneven-splits.md"
 

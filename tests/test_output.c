@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "svg.h"
+#include "ops/svg.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

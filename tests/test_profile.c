@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "telemetry.h"
+#include "telemetry/telemetry.h"
 
 static char dir[] = "/tmp/thermap-test-profile-XXXXXX";
 static char path[512];

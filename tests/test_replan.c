@@ -1,5 +1,5 @@
 /*
- * test_replan.c — tm_replan (src/replan.c): keep the previous plan, write
+ * test_replan.c — tm_replan (src/ops/replan.c): keep the previous plan, write
  * its least change, or move to the policy's best, on plans written to a
  * temporary directory.
  *

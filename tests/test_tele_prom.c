@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "telemetry.h"
+#include "telemetry/telemetry.h"
 
 /* The real scrape: two dcgm-exporter captures merged by Datadog's tests. */
 static const char T4[] = "fixtures/telemetry/dcgm-exporter-metrics_tesla-t4_"

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 #define TOPO_DIR "fixtures/topo/nvidia-smi-topo"
 #define LIST_DIR "fixtures/topo/gpu-lists"

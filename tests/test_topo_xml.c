@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 #define HW "fixtures/topo/hwloc-xml/"
 #define NC "fixtures/topo/nccl-topo/"

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "telemetry.h"
-#include "topo.h"
+#include "telemetry/telemetry.h"
+#include "topo/topo.h"
 
 void fuzz_init(void)
 {

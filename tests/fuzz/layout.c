@@ -1,5 +1,5 @@
 /*
- * layout.c — fuzzes the Megatron-Core layout parser (src/layout.c): a
+ * layout.c — fuzzes the Megatron-Core layout parser (src/format/layout.c): a
  * string that parses must write back as a canonical string that parses to
  * the same stages, and the checks against a model must answer without
  * harm; one that does not parse gets "column N: ...".
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "layout.h"
+#include "format/layout.h"
 
 static void same(const tm_layout *a, const tm_layout *b, const char *s,
                  const char *f)

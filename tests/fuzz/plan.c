@@ -1,6 +1,6 @@
 /*
  * plan.c — fuzzes the plan document reader of diff and replan
- * (src/planread.c): tm_plan_doc_loadb over plan.json text.
+ * (src/format/planread.c): tm_plan_doc_loadb over plan.json text.
  */
 #include "fuzz.h"
 

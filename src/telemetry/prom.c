@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "telemetry.h"
+#include "telemetry/telemetry.h"
 
 /* DCGM's "no value" sentinels, as NVIDIA/DCGM dcgmlib/dcgm_structs.h
  * defines them: DCGM_INT32_BLANK 0x7ffffff0, DCGM_INT64_BLANK

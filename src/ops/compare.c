@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "svg.h"
+#include "ops/svg.h"
 
 /* One policy's result on one profile. */
 typedef struct row {

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "telemetry.h"
+#include "telemetry/telemetry.h"
 
 #define BUSY_UTIL 10.0     /* % utilisation: busy from here */
 #define FULL_UTIL 95.0     /* % utilisation: full load from here */

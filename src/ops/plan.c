@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "layout.h"
+#include "format/layout.h"
 
 static void write_layers(jw *w, const tm_job *j);
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "layout.h"
+#include "format/layout.h"
 
 typedef struct envf {
 	char *host;        /* from the file name */

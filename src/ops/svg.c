@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "svg.h"
+#include "ops/svg.h"
 
 enum {
 	CELL_W = 60, CELL_H = 36, /* GPU index, stage and °C in each cell */

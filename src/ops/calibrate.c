@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate.h"
-#include "telemetry.h"
+#include "ops/calibrate.h"
+#include "telemetry/telemetry.h"
 
 /* Which samples count: the rule of `thermap profile` (docs/profile.md,
  * "Which samples count"), for busy samples. */

@@ -29,7 +29,7 @@
 #include <glpk.h>
 
 #include "internal.h"
-#include "layout.h"
+#include "format/layout.h"
 
 #define MAX_ROUNDS 8
 

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 void tp_view_init(tp_view *v, const char *source, const char *file)
 {

@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <hwloc.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 #define HW_MAX_XML_BYTES (64u << 20)  /* lstopo exports are well below 1 MiB */
 #define HW_PROBE_S 60                 /* a file hwloc reads longer hangs it */

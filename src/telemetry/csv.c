@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "telemetry.h"
+#include "telemetry/telemetry.h"
 
 enum col_kind {
 	C_SKIP,     /* a column thermap does not read */

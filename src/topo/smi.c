@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 #define SMI_MAX_BYTES (4u << 20)  /* far above any real printout */
 

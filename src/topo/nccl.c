@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include "topo/topo.h"
 
 #define NC_MAX_BYTES (16u << 20)  /* NCCL dumps are a few KiB */
 #define NC_MAX_DEPTH 64           /* NCCL nests about 8 deep */

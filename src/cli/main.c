@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "calibrate.h"
-#include "diff.h"
-#include "telemetry.h"
+#include "ops/calibrate.h"
+#include "ops/diff.h"
+#include "telemetry/telemetry.h"
 
 static const char usage_main[] =
 "usage: thermap COMMAND [OPTIONS]\n"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
+#include "ops/diff.h"
 
 static const char *const dim_name[] = { "tp", "cp", "ep", "dp", "pp" };
 

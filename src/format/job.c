@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "calibrate.h"
+#include "ops/calibrate.h"
 
 static const char *const dim_names[TM_NDIM] = { "tp", "cp", "ep", "dp", "pp" };
 
