@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "internal.h"
+#include "ops/ops.h"
 
 static double now_ms(void)
 {

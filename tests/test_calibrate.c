@@ -42,7 +42,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ops/calibrate.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 #include "testplan.h"
 
 #define NG 4          /* GPUs of the synthetic host; also the ranks */

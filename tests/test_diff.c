@@ -30,7 +30,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ops/diff.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 #include "testplan.h"
 
 #define FIX "fixtures/h200x4-a/"

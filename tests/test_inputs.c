@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "ops/ops.h"
 
 enum { CLUSTER, PROFILE, JOB, POLICY };
 

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "format/layout.h"
+#include "ops/ops.h"
 
 #define FIXTURE "fixtures/megatron-layout/megatron-pipeline-layouts-and-uneven-splits.md"
 

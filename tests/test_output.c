@@ -19,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "ops/svg.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

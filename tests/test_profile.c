@@ -17,7 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 #include "telemetry/telemetry.h"
 
 static char dir[] = "/tmp/thermap-test-profile-XXXXXX";

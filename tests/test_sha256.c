@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "base/sha256.h"
+#include "ops/ops.h"
 
 static void to_hex(const unsigned char md[32], char hex[65])
 {

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ops/svg.h"
+#include "ops/ops.h"
 
 #define COOL "#4575b4"  /* the ramp's ends, as svg.h documents them */
 #define HOT "#d73027"

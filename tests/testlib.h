@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ops/ops.h"
 
 static uint64_t tl_state = 88172645463325252ull;
 

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 void jw_init(jw *w, strbuf *b)
 {

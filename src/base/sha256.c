@@ -5,7 +5,7 @@
  * byte by byte). Does not: allocate memory, keep global state, or attempt
  * constant-time or side-channel hardening.
  */
-#include "base/sha256.h"
+#include "base/base.h"
 
 #include <string.h>
 

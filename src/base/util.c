@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "base/base.h"
 
 static void oom(void)
 {

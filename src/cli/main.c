@@ -11,10 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "ops/calibrate.h"
-#include "ops/diff.h"
-#include "telemetry/telemetry.h"
+#include "ops/ops.h"
+#include "topo/topo.h"
+
 
 static const char usage_main[] =
 "usage: thermap COMMAND [OPTIONS]\n"

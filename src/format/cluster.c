@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "format/format.h"
 
 /* Per-link NVLink bandwidth, GB/s one direction, by GPU generation. */
 static const struct { const char *tag; double gbps; } nv_per_link[] = {

@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "ops/calibrate.h"
+#include <jansson.h>
+
+#include "format/format.h"
 
 static const char *const dim_names[TM_NDIM] = { "tp", "cp", "ep", "dp", "pp" };
 

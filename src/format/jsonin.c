@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "format/format.h"
 
 static void fullpath(char *out, size_t n, const char *path, const char *key)
 {

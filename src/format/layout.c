@@ -9,7 +9,7 @@
  * The grammar, the quirks of Megatron's parser refused on purpose, and the
  * flag rule with its source: docs/layout.md.
  */
-#include "format/layout.h"
+#include "format/format.h"
 
 #include <limits.h>
 #include <stdarg.h>

@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "format/format.h"
 
 static const char *const dim_name[] = { "tp", "cp", "ep", "dp", "pp" };
 

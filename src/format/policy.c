@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "format/format.h"
 
 const char tm_default_policy_text[] =
 "{\n"

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "format/format.h"
 
 void tm_profile_free(tm_profile *p)
 {

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "model/model.h"
 
 static int cmp_dbl(const void *a, const void *b)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "model/model.h"
 
 /* Floors of the uncertainties (docs/model.md, section 16). Time: the
  * spread of one placement's step time over a real run (p10–p90 of the

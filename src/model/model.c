@@ -8,9 +8,10 @@
  * The ILP in solve_ilp.c encodes exactly these formulas; tests hold the two
  * to the same numbers.
  */
+#include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "model/model.h"
 
 /* Forward activation plus backward gradient of one microbatch, in ms. */
 double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h)

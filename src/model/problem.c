@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "model/model.h"
 
 #define DEFAULT_NET_GBPS 25.0  /* a 200 Gb/s NIC, when nothing is known */
 
@@ -108,6 +108,22 @@ double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
 
 /* torchrun's default: node rank n on the n-th usable host, local rank i on
  * the GPU with the i-th smallest index (CUDA's PCI bus order). */
+void tm_flat_to_placement(const tm_problem *pb, const int *flat,
+                          tm_placement *pl)
+{
+	for (int r = 0; r < pb->nranks; r++) {
+		pl->host[r] = pb->gpu_host[flat[r]];
+		pl->gpu[r] = pb->gpu_pos[flat[r]];
+	}
+}
+
+void tm_placement_to_flat(const tm_problem *pb, const tm_placement *pl,
+                          int *flat)
+{
+	for (int r = 0; r < pb->nranks; r++)
+		flat[r] = pb->host_first[pl->host[r]] + pl->gpu[r];
+}
+
 void tm_identity(const tm_problem *pb, int *flat)
 {
 	for (int n = 0; n < pb->nnodes; n++) {

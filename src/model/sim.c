@@ -13,9 +13,10 @@
  * its slowdown temperature runs at a lower clock, which changes the
  * iteration, until the clocks settle.
  */
+#include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "model/model.h"
 
 #define MAX_ROUNDS 200    /* thermal feedback rounds before giving up */
 #define SETTLED 1e-9      /* largest clock change of a settled round */

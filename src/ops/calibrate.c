@@ -23,8 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/calibrate.h"
-#include "telemetry/telemetry.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 
 /* Which samples count: the rule of `thermap profile` (docs/profile.md,
  * "Which samples count"), for busy samples. */

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "format/layout.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 
 typedef struct envf {
 	char *host;        /* from the file name */

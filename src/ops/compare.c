@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "ops/svg.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 
 /* One policy's result on one profile. */
 typedef struct row {

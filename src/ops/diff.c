@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/diff.h"
+
+#include "ops/ops.h"
 
 static const char *const dim_name[] = { "tp", "cp", "ep", "dp", "pp" };
 

@@ -16,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "format/layout.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 
 static void write_layers(jw *w, const tm_job *j);
 

@@ -23,7 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include <jansson.h>
+
+#include "ops/ops.h"
 
 /* ---- the previous plan ---------------------------------------------------- */
 

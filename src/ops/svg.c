@@ -4,9 +4,10 @@
  * with "%.1f" (the program never calls setlocale), so output is
  * byte-deterministic and never holds nan or inf.
  */
+#include <stdlib.h>
 #include <string.h>
 
-#include "ops/svg.h"
+#include "ops/ops.h"
 
 enum {
 	CELL_W = 60, CELL_H = 36, /* GPU index, stage and °C in each cell */

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "solve/solve.h"
 
 #define BIG 1e18          /* a forbidden pair in an assignment */
 #define MAX_HOSTS 128     /* beyond this the assignments cost too much */

@@ -33,7 +33,7 @@
 
 #include <glpk.h>
 
-#include "internal.h"
+#include "solve/solve.h"
 
 #define MAX_BINARIES 4000000  /* beyond this the direct program is too big */
 

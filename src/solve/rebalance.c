@@ -28,8 +28,7 @@
 
 #include <glpk.h>
 
-#include "internal.h"
-#include "format/layout.h"
+#include "solve/solve.h"
 
 #define MAX_ROUNDS 8
 

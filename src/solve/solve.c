@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "solve/solve.h"
 
 static double now_ms(void)
 {
@@ -34,22 +34,6 @@ void tm_placement_free(tm_placement *pl)
 	free(pl->host);
 	free(pl->gpu);
 	free(pl);
-}
-
-void tm_flat_to_placement(const tm_problem *pb, const int *flat,
-                          tm_placement *pl)
-{
-	for (int r = 0; r < pb->nranks; r++) {
-		pl->host[r] = pb->gpu_host[flat[r]];
-		pl->gpu[r] = pb->gpu_pos[flat[r]];
-	}
-}
-
-void tm_placement_to_flat(const tm_problem *pb, const tm_placement *pl,
-                          int *flat)
-{
-	for (int r = 0; r < pb->nranks; r++)
-		flat[r] = pb->host_first[pl->host[r]] + pl->gpu[r];
 }
 
 void tm_solution_clear(tm_solution *sol)

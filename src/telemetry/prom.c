@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "telemetry/telemetry.h"
 
 /* DCGM's "no value" sentinels, as NVIDIA/DCGM dcgmlib/dcgm_structs.h

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "internal.h"
+#include "format/format.h"
 
 enum tl_field {
 	TL_TEMP,         /* GPU temperature, °C */

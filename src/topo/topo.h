@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "internal.h"
+#include "format/format.h"
 
 typedef struct tp_gpu {
 	int index;          /* nvidia-smi index; -1 when the source has none */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "ops/ops.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "format/layout.h"
+#include "ops/ops.h"
 
 static void same(const tm_layout *a, const tm_layout *b, const char *s,
                  const char *f)

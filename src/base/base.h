@@ -1,0 +1,147 @@
+/*
+ * base.h — what every layer of libthermap uses: memory that never fails,
+ * the error and warning sinks, text for people, reading files within a
+ * bound, safe writes, growable strings, the small validators of host
+ * names, UUIDs and PCI bus ids, a deterministic JSON writer and SHA-256.
+ *
+ * Layer: the lowest. Includes nothing of thermap's but the public header;
+ * no jansson, no GLPK (tests/layers.sh holds every folder to its layer).
+ */
+#ifndef THERMAP_BASE_H
+#define THERMAP_BASE_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "thermap/thermap.h"
+
+#define TM_MAX_INPUT_BYTES (256u << 20) /* largest JSON input we read */
+#define TM_MAX_GPUS_PER_NODE 1024       /* a sanity bound on hostile input */
+#define TM_MAX_NODES 65536
+#define TM_MAX_RANKS (1 << 20)
+
+/* util.c */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+int tm_fail(tm_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int tm_vfail_at(tm_error *err, int code, const char *file, long line,
+                const char *fmt, va_list ap);
+void tm_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Text for people (messages, summaries, tables): valid UTF-8 passes, a
+ * control character becomes an escape (\n, \e, \x7f, \u009b) and a byte
+ * of no well-formed UTF-8 sequence \xNN. tm_fail and tm_warn show their
+ * messages so; tm_text into a buffer (cut between characters), sb_add_text
+ * appended. tm_utf8_len: bytes of the well-formed sequence at s, else 0. */
+int tm_utf8_len(const char *s);
+void tm_text(char *out, size_t size, const char *s);
+int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
+                 tm_error *err);
+/* Writes data to path through a temporary beside it (tm_out). */
+int tm_write_file_atomic(const char *path, const char *data, size_t len,
+                         tm_error *err);
+char *tm_normalise_pci(const char *s);
+bool tm_valid_host(const char *s);
+bool tm_valid_uuid(const char *s);
+int tm_levenshtein(const char *a, const char *b);
+/* qsort comparator of doubles, ascending */
+int tm_cmp_dbl(const void *a, const void *b);
+
+typedef struct strbuf {
+	char *s;     /* NUL-terminated contents */
+	size_t len;  /* bytes used, without the NUL */
+	size_t cap;  /* bytes allocated */
+} strbuf;
+void sb_init(strbuf *b);
+void sb_free(strbuf *b);
+void sb_add(strbuf *b, const char *s);
+void sb_addf(strbuf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sb_add_text(strbuf *b, const char *s);
+/* Safe writes (util.c; docs/formats.md, "Writing and replacing").
+ * tm_out: a single file written under PATH.tmp.XXXXXX beside PATH, locked,
+ * then renamed over PATH, which may only be absent or a regular file
+ * (else TM_EUSAGE); every write, the sync and the close are checked
+ * (TM_EINTERNAL, "PATH: cannot write: ..."), and the directory is synced
+ * after the rename. tm_out_open checks the target, removes temporaries of
+ * PATH that no live writer holds, and makes the temporary; tm_out_commit
+ * publishes it and frees o, tm_out_abort removes it. tm_out_name gives a
+ * name of the temporary another library can open: /proc/self/fd/N where
+ * that is the same file, else its path. */
+typedef struct tm_out {
+	int dfd;          /* the target's directory */
+	int fd;           /* the temporary, open for reading and writing */
+	int lock;         /* a second descriptor holding its lock */
+	char *path;       /* the target as given, for messages */
+	char *base;       /* the target's name in dfd */
+	char *dir;        /* dfd's path */
+	char tmp[256];    /* the temporary's name in dfd, "" once published */
+} tm_out;
+int tm_out_open(tm_out *o, const char *path, tm_error *err);
+int tm_out_write(tm_out *o, const void *data, size_t len, tm_error *err);
+int tm_out_name(const tm_out *o, char *buf, size_t cap);
+int tm_out_commit(tm_out *o, tm_error *err);
+void tm_out_abort(tm_out *o);
+/* Whether path may be written by tm_out (0), checked early by commands
+ * before their work; tm_out_open checks again. */
+int tm_check_file_target(const char *path, tm_error *err);
+/* The pieces the plan directory's writer shares: "a FIFO", "a symbolic
+ * link", ... for messages; the directory holding path opened (links in it
+ * followed, as in any path) and the last component (trailing slashes
+ * dropped when dir), which must be a name (TM_EUSAGE), or TM_EINTERNAL
+ * with "PATH: WHAT: reason" when the directory cannot be opened; a locked
+ * temporary BASE.tmp-XXXXXX (dir) or BASE.tmp.XXXXXX (file) made
+ * exclusively in dfd (0 or an errno); the stale temporaries of base
+ * removed (those whose lock can be taken; rm removes a directory, files
+ * are unlinked), returning how many; an fsync of a directory that
+ * tolerates file systems which cannot (0 or an errno). */
+const char *tm_file_kind(unsigned int mode);
+int tm_open_parent(const char *path, bool dir, const char *what, int *dfd,
+                   char **base, char **parent, tm_error *err);
+int tm_temp_at(int dfd, const char *base, bool dir, char *name, size_t cap,
+               int *fd);
+int tm_clean_stale(int dfd, const char *base, bool dir,
+                   bool (*rm)(int dfd, const char *name, int fd));
+int tm_sync_dir(int dfd);
+
+
+/* jsonout.c: a small deterministic JSON writer */
+typedef struct jw {
+	strbuf *b;      /* output */
+	int depth;      /* nesting depth */
+	bool first[64]; /* no member written yet at this depth */
+	bool inline_[64]; /* this container is written on one line */
+} jw;
+void jw_init(jw *w, strbuf *b);
+void jw_obj(jw *w, const char *key, bool inline_);
+void jw_arr(jw *w, const char *key, bool inline_);
+void jw_end_obj(jw *w);
+void jw_end_arr(jw *w);
+void jw_str(jw *w, const char *key, const char *v);
+void jw_num(jw *w, const char *key, double v, int decimals);
+void jw_int(jw *w, const char *key, long v);
+void jw_bool(jw *w, const char *key, bool v);
+void jw_null(jw *w, const char *key);
+void jw_escape(strbuf *b, const char *s);
+
+
+/* sha256.c: SHA-256 (FIPS 180-4) for input fingerprints and plan ids:
+ * streaming and one-shot hex hashing of byte strings, no global state.
+ * Not HMAC, not bit-granular, not constant-time: not for secret keys. */
+typedef struct tm_sha256 {
+    uint32_t h[8];          /* current hash state H0..H7 */
+    uint64_t len;           /* total message length so far, in bytes */
+    unsigned char buf[64];  /* pending partial block */
+    size_t used;            /* number of bytes held in buf (0..63) */
+} tm_sha256;
+void tm_sha256_init(tm_sha256 *c);
+void tm_sha256_update(tm_sha256 *c, const void *data, size_t n);
+void tm_sha256_final(tm_sha256 *c, unsigned char out[32]);
+/* one-shot: writes 64 lowercase hex digits and a NUL into hex[65] */
+void tm_sha256_hex(const void *data, size_t n, char hex[65]);
+
+#endif

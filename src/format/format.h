@@ -1,0 +1,186 @@
+/*
+ * format.h — the documents of docs/formats.md read as untrusted input:
+ * the JSON edge (jsonin.c: validated fields, JSON paths in messages),
+ * the cluster, profile, job, policy and plan.json loaders, a profile
+ * filled from a baseline, and Megatron's layout strings (layout.c).
+ *
+ * Layer: above base. Only this folder (and the query_range reader of
+ * telemetry/) includes <jansson.h>; this header names jansson's json_t
+ * only as an incomplete struct, so what includes it does not see jansson.
+ */
+#ifndef THERMAP_FORMAT_H
+#define THERMAP_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/base.h"
+
+struct json_t;  /* jansson's; complete in the files that include it */
+
+/* cluster.c */
+int tm_parse_link(const char *s, int *nv);
+
+
+/* jsonin.c: reading validated fields with JSON paths in messages */
+typedef struct jin {
+	const char *file;  /* file name for messages */
+	tm_error *err;     /* first error */
+} jin;
+enum { JF_REQ = 1, JF_NULL = 2 };  /* required; null allowed */
+int jin_load(const char *file, const char *format, struct json_t **root,
+             char sha[72], tm_error *err);
+int jin_loadb(const char *file, const char *text, size_t len,
+              const char *format, struct json_t **root, tm_error *err);
+void jin_unknown(const jin *J, struct json_t *obj, const char *path,
+                 const char *const *known);
+int jin_fail(const jin *J, const char *path, const char *key,
+             const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int jin_obj(const jin *J, struct json_t *obj, const char *path, const char *key,
+            int flags, struct json_t **out);
+int jin_arr(const jin *J, struct json_t *obj, const char *path, const char *key,
+            int flags, struct json_t **out);
+int jin_num(const jin *J, struct json_t *obj, const char *path, const char *key,
+            int flags, double lo, double hi, double *out);
+int jin_int(const jin *J, struct json_t *obj, const char *path, const char *key,
+            int flags, long lo, long hi, int *out);
+int jin_str(const jin *J, struct json_t *obj, const char *path, const char *key,
+            int flags, char **out);
+int jin_bool(const jin *J, struct json_t *obj, const char *path, const char *key,
+             int flags, bool *out);
+
+
+/* profile.c: a profile's text (of a window of telemetry) with what the
+ * window could not measure taken from an earlier profile of the same GPUs
+ * (base_text): the idle level always, and for a GPU never at full load
+ * in the window its load level, headroom, clocks, derate and fit too
+ * (not with idle_only). The fields taken are listed per GPU in
+ * "from_baseline" (not with idle_only). Returns new text, to be freed;
+ * *nfilled: how many fields were taken. */
+char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
+                      int *nfilled);
+
+
+/* planread.c: a plan directory's plan.json, read for diff and replan.
+ * One entry of "ranks"; strings borrowed from the document. */
+typedef struct tm_plan_rank {
+	const char *host;
+	const char *uuid;      /* NULL when null or absent */
+	int gpu;               /* gpu_index */
+	int node, local;       /* node_rank, local_rank */
+	int coord[TM_NDIM];    /* tp, cp, ep, dp, pp */
+	double temp;           /* predicted_temp_c, NAN when unknown */
+} tm_plan_rank;
+
+typedef struct tm_plan_doc {
+	char *file;            /* DIR/plan.json, for messages */
+	struct json_t *root;          /* owns every borrowed string */
+	const char *id;
+	const char *job;       /* inputs.job */
+	int n;                 /* world size */
+	tm_plan_rank *r;       /* n ranks */
+	const char *previous;  /* replan.previous, NULL when none */
+	const char **why;      /* rank → replan.moves[].why, NULL when none */
+} tm_plan_doc;
+
+/* Reads DIR/plan.json (TM_EINPUT with one line naming the file and the
+ * JSON path when it is not a plan); free with tm_plan_doc_free. */
+int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err);
+/* The same from len bytes of plan.json text; name stands for the file. */
+int tm_plan_doc_loadb(const char *name, const char *text, size_t len,
+                      tm_plan_doc *P, tm_error *err);
+void tm_plan_doc_free(tm_plan_doc *P);
+
+
+/* ---- job.c: the job's "measured" section (docs/formats.md, job) ------- */
+
+/* One rank's compute per microbatch in the run that measured it. */
+typedef struct tm_measured_rank {
+	double fwd_ms;       /* median forward compute per microbatch, ms */
+	double bwd_ms;       /* median backward compute per microbatch, ms */
+	double sd_ms;        /* sd over iterations of fwd + bwd per
+	                        microbatch, ms; NAN when not given */
+	double iterations;   /* measured iterations; NAN when not given */
+} tm_measured_rank;
+
+typedef struct tm_job_measured {
+	double iteration_ms; /* the run's median iteration, ms; NAN = none */
+	int nranks;          /* world size when ranks are given, else 0 */
+	tm_measured_rank *ranks; /* rank order, or NULL */
+} tm_job_measured;
+
+/* Reads the "measured" section of the job file j was loaded from (the
+ * file must still have j's bytes: its hash is checked). m->nranks is 0
+ * and iteration_ms NAN when the job has none. Free with
+ * tm_job_measured_free. tm_job_load validates the same section with the
+ * same code, so every command rejects a malformed one. */
+int tm_job_measured_load(const tm_job *j, tm_job_measured *m, tm_error *err);
+void tm_job_measured_free(tm_job_measured *m);
+
+
+/* ---- layout.c: Megatron-Core `--pipeline-model-parallel-layout` strings
+ * and the `--decoder-first/last-pipeline-num-layers` uneven split
+ * (docs/layout.md). Stage order is Megatron's: stage i holds virtual chunk
+ * i / PP of pipeline rank i % PP. No global state, no printing; errors
+ * come back as one line in a caller's buffer. */
+
+/* Most layers plus '|' separators a layout may expand to; parse refuses
+ * more, so a hostile "t*999999999" costs no memory or time. */
+#define TM_LAYOUT_MAX 1000000
+
+/* One stage. Within a stage Megatron builds layers in the order E, t, m, L
+ * whatever the string says, and its checks refuse any other order, so
+ * counts keep everything that matters. */
+typedef struct tm_layout_stage {
+	int emb;   /* E: embedding layers (count) */
+	int dec;   /* t: transformer decoder layers (count) */
+	int mtp;   /* m: multi-token-prediction layers (count) */
+	int loss;  /* L: loss layers (count) */
+} tm_layout_stage;
+
+typedef struct tm_layout {
+	int nstages;          /* PP x VPP stages, in Megatron's order (above) */
+	tm_layout_stage *st;  /* nstages entries, owned; free with tm_layout_free() */
+} tm_layout;
+
+/* Parses s into *out (overwritten, not freed first). Returns 0, or -1 with
+ * out empty and a one-line message "column N: what was expected" in err
+ * (1-based column of the byte at fault; N = strlen(s) + 1 at the end). */
+int tm_layout_parse(const char *s, tm_layout *out, char *err, size_t errlen);
+
+/* Frees what l owns and empties it; l may be NULL or already empty. */
+void tm_layout_free(tm_layout *l);
+
+/* Returns a new canonical string for l (free with free()): runs of a layer
+ * as x*N from N = 3, runs of identical stages as (s|)*N where that is
+ * shorter. NULL for a layout parse could not have produced (no stage, one
+ * empty stage, a negative count, past TM_LAYOUT_MAX) or out of memory. */
+char *tm_layout_format(const tm_layout *l);
+
+/* Builds into *out the layout for pp * vpp virtual stages holding layers[i]
+ * decoder layers (i in stage order above): E in the first stage, m (when
+ * mtp) and L in the last. Returns 0, or -1 for bad arguments or out of
+ * memory (out left empty). */
+int tm_layout_from_layers(int pp, int vpp, const int *layers, bool mtp, tm_layout *out);
+
+/* Checks l as Megatron's validate_layer_layout does, for a model of
+ * num_layers decoder layers and mtp_layers MTP layers run with pp x vpp
+ * stages. Returns 0, or -1 with one line in err. */
+int tm_layout_check(const tm_layout *l, int pp, int vpp, int num_layers, int mtp_layers,
+		    char *err, size_t errlen);
+
+/* Megatron's uneven split: fills layers[pp * vpp] (stage order) with the
+ * decoder layers per virtual stage that num_layers get from
+ * --decoder-first-pipeline-num-layers first and
+ * --decoder-last-pipeline-num-layers last (-1: flag not given). Returns 0,
+ * or -1 where Megatron refuses the combination. */
+int tm_layout_split_flags(int pp, int vpp, int num_layers, int first, int last, int *layers);
+
+/* Whether layers[pp * vpp] (stage order) is what Megatron builds with the
+ * default split or the two flags. Returns 1 and sets *first and *last
+ * (-1: flag not needed; the fewest flags win, first before last), or 0
+ * when no flag values give these counts (bad arguments also give 0). */
+int tm_layout_uneven_flags(int pp, int vpp, const int *layers, int *first, int *last);
+
+
+#endif

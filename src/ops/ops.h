@@ -1,0 +1,141 @@
+/*
+ * ops.h — the library half of each command: the plan directory and its
+ * reasons (plan.c), replan, check, diff, compare and its picture (svg.c),
+ * calibrate.
+ *
+ * Layer: above solve, model, telemetry, topo, format and base.
+ */
+#ifndef THERMAP_OPS_H
+#define THERMAP_OPS_H
+
+#include "solve/solve.h"
+#include "telemetry/telemetry.h"
+
+/* plan.c: tm_plan_write with more of plan.json: extra (may be NULL)
+ * writes members of the top-level object after "predicted"; id (may be
+ * NULL) gets the plan id. */
+typedef void (*tm_plan_extra)(jw *w, void *ud);
+/* Whether dir may be replaced by a plan (absent, an empty directory, or a
+ * thermap plan holding nothing else): 0, TM_EUSAGE naming what is in the
+ * way, or TM_EINTERNAL when its parent cannot be opened. tm_plan_write
+ * checks again when it replaces it. */
+int tm_plan_check_target(const char *dir, tm_error *err);
+int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
+                     tm_plan_extra extra, void *ud, const char *dir,
+                     char id[17], tm_error *err);
+/* The plan id of a placement (16 hex digits). */
+void tm_plan_id(const tm_problem *pb, const int *flat, char id[17]);
+/* The "why" of pipeline rank s in placement flat, at iteration time t;
+ * base: the placement to compare temperatures with (torchrun's). */
+void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
+                  double t, int s, strbuf *b);
+
+
+/* plan.c */
+char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol);
+
+
+/* ---- diff.c: `thermap diff OLD_DIR NEW_DIR` ------------------------------ */
+/* Compares the placements of two plan directories. fmt 0 = text, 1 = json.
+ * *out: the report (to be freed). Errors: TM_EINPUT (4) for an unreadable,
+ * malformed or mismatched plan, with one line naming the file and place. */
+int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
+                 char **out, tm_error *err);
+
+
+/* ---- svg.c: `thermap compare --svg FILE` --------------------------------- */
+/* One panel: a placement policy's GPUs as a grid, one row per host, one
+ * cell per GPU, filled by predicted temperature, labelled with the stage. */
+typedef struct tm_svg_panel {
+	const char *title;      /* policy name */
+	const char *subtitle;   /* e.g. "412.3 ms/iter, peak 67.2 °C", may be NULL */
+	int nhosts;
+	const char *const *host;/* nhosts host names */
+	const int *ngpus;       /* per host */
+	const double *temp_c;   /* flat over hosts in order: predicted °C, NAN = GPU not used */
+	const char *const *label;/* flat: stage label like "s3" or "s3/d1", NULL = unused */
+} tm_svg_panel;
+
+/* The colour scale, °C: fixed bounds, or (either NAN, or NULL) from the
+ * coolest to the hottest GPU pictured. */
+typedef struct tm_svg_scale {
+	double lo, hi;
+} tm_svg_scale;
+#define TM_SVG_LO_C 30.0   /* compare's default: room to slowdown */
+#define TM_SVG_HI_C 90.0
+
+/* Renders the panels side by side (wrapping to a new row of panels after 4)
+ * with one shared colour scale (legend) over all panels; into b. Each cell
+ * shows its GPU's index, stage and temperature; past 32 hosts a grid row
+ * holds several hosts and a cell the hottest of their GPUs there. */
+void tm_svg_render(strbuf *b, const tm_svg_panel *p, int npanels,
+                   const tm_svg_scale *scale);
+/* Renders and writes atomically (tm_write_file_atomic). */
+int tm_svg_write(const char *path, const tm_svg_panel *p, int npanels,
+                 const tm_svg_scale *scale, tm_error *err);
+
+
+/* ---- calibrate.c ---------------------------------------------------------- */
+
+typedef struct tm_cal_opts {
+	const char *cluster;        /* thermap.cluster/1 file */
+	const char *profile;        /* thermap.profile/1 file, the prior */
+	const char *job;            /* thermap.job/1 file */
+	const char *plan;           /* the plan directory that ran */
+	const tm_tele_input *tele;  /* telemetry recorded while it ran */
+	int ntele;
+	tm_tele_opts window;        /* --from / --to */
+} tm_cal_opts;
+
+/* One GPU of the plan: what was measured, what the model said before and
+ * says after calibration, and what was fitted. */
+typedef struct tm_cal_gpu {
+	int rank;               /* the rank it ran */
+	int stage;              /* that rank's pipeline rank */
+	char host[256];         /* its host (names have at most 253 bytes) */
+	int index;              /* nvidia-smi index */
+	long samples;           /* settled in-job telemetry samples */
+	double temp_c, temp_se; /* measured mean °C and its standard error */
+	double power_w, power_se;   /* measured mean W and its standard error */
+	double clock_mhz, clock_se; /* measured mean SM clock, MHz; NAN = none */
+	double pcap_frac;       /* share of settled samples power-capped */
+	double thermal_frac;    /* share in thermal slowdown */
+	double busy;            /* the model's busy fraction (calibrated
+	                           derates) at its iteration time */
+	double temp_before, power_before;  /* the input profile's model */
+	double temp_after, power_after;    /* the calibrated profile's */
+	double wait_own, wait_own_sd;      /* this GPU's own P_wait, W; NAN
+	                                      when it says nothing (b ≈ 1) */
+	double wait_w, wait_sd;            /* the written P_wait, W; NAN: not
+	                                      calibrated */
+	double wait_before;                /* the model's P_wait before, W */
+	double derate, derate_sd;          /* written; NAN: kept */
+	int derate_basis;                  /* enum tm_derate_basis written */
+	double derate_before;              /* the input profile's, NAN = none */
+	double derate_sd_before;           /* the input profile's, NAN = none */
+	int basis_before;                  /* the input profile's, or
+	                                      TM_BASIS_UNSET */
+	double fit_sd_c;                   /* temp_fit_sd_c written, NAN: not */
+} tm_cal_gpu;
+
+typedef struct tm_cal_result {
+	char *profile;          /* the calibrated thermap.profile/1 text */
+	char *table;            /* measured against predicted, for people */
+	char plan_id[17];       /* the plan that ran */
+	int ngpu;               /* GPUs of the plan = ranks */
+	tm_cal_gpu *gpu;        /* in rank order */
+	double iter_before_ms, iter_after_ms; /* the model's iteration time */
+	double iter_measured_ms;/* the job's measured.iteration_ms, NAN */
+	double mae_temp_before, mae_temp_after;   /* °C over the GPUs */
+	double mae_power_before, mae_power_after; /* W over the GPUs */
+	int ncalibrated;        /* fields written into "calibrated" */
+} tm_cal_result;
+
+/* Returns 0 with res filled, or TM_EINPUT (4) with one line in err naming
+ * the file and what was expected; TM_EINTERNAL for what is not the
+ * input's fault. Writes nothing: the caller writes res->profile. */
+int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err);
+void tm_cal_result_free(tm_cal_result *res);
+
+
+#endif

@@ -1,0 +1,43 @@
+/*
+ * solve.h — the solvers behind tm_solve and tm_run_policy: greedy and
+ * brute force (solve.c), the integer program (ilp.c, the only files with
+ * GLPK: ilp.c and rebalance.c), the host decomposition (host.c) and the
+ * layer rebalancing of `rebalance` (rebalance.c).
+ *
+ * Layer: above model.
+ */
+#ifndef THERMAP_SOLVE_H
+#define THERMAP_SOLVE_H
+
+#include "model/model.h"
+
+/* solve.c: places node n on host h, whose GPUs are all free: tensor-
+ * parallel groups (or ranks) in decreasing work on the best free GPUs */
+bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat);
+
+/* solve.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
+ * inside each host, each kept when keep(ud, flat) says so (it sees the
+ * changed placement), for at most passes rounds while one is kept */
+void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
+                     bool (*keep)(void *ud, const int *flat), void *ud);
+
+
+/* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
+int tm_solve_greedy(const tm_problem *pb, int *flat);
+int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
+                   double *best, tm_error *err);
+int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
+                 tm_solution *sol, tm_error *err);
+bool tm_ilp_direct(const tm_problem *pb);
+
+
+/* solve_host.c: the host decomposition (docs/model.md, section 10) */
+bool tm_host_decomposable(const tm_problem *pb);
+/* Fills flat and sol's status, formulation, best, t_ref_ms, objective,
+ * bound and gap; warm (may be NULL) competes for the time phase. Returns
+ * -1 when it has no placement to offer. */
+int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
+                  tm_solution *sol);
+
+
+#endif
