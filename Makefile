@@ -17,7 +17,7 @@ B       ?= build
 LIB_SRC  = $(sort $(wildcard src/base/*.c src/format/*.c src/telemetry/*.c \
                   src/topo/*.c src/model/*.c src/solve/*.c src/ops/*.c))
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
-TESTS    = test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
+TESTS    = test_base test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
            test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
            test_calibrate test_output
 TEST_BIN = $(TESTS:%=$(B)/%)

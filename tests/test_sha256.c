@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "ops/ops.h"
+#include "base/base.h"
 
 static void to_hex(const unsigned char md[32], char hex[65])
 {

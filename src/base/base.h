@@ -50,6 +50,24 @@ bool tm_valid_uuid(const char *s);
 int tm_levenshtein(const char *a, const char *b);
 /* qsort comparator of doubles, ascending */
 int tm_cmp_dbl(const void *a, const void *b);
+/* A stable merge sort whose comparator gets a context, so that what a
+ * comparison needs is passed, not kept in globals (the library is
+ * reentrant). Equal elements keep their order, as glibc's qsort leaves
+ * them, so a sort moved from qsort gives the same order. */
+typedef int (*tm_cmp_fn)(const void *a, const void *b, void *ctx);
+void tm_sort(void *base, size_t n, size_t size, tm_cmp_fn cmp, void *ctx);
+/* The environment variables that tune or test the library, read here
+ * and nowhere else (docs/thermap.1, ENVIRONMENT):
+ * THERMAP_THREADS, the CSV reader's threads; THERMAP_DIRECT_ONLY and
+ * THERMAP_DIRECT_MAX, to measure the direct integer program (make bench,
+ * tests/scale); THERMAP_TEST_STOP_AT, a test stopping the plan writer at a
+ * step (tests/replan, tests/cli/writes.sh). tm_knob: the value, or NULL
+ * when unset or empty. */
+enum tm_knob {
+	TM_KNOB_THREADS, TM_KNOB_DIRECT_ONLY, TM_KNOB_DIRECT_MAX,
+	TM_KNOB_TEST_STOP_AT, TM_NKNOBS
+};
+const char *tm_knob(enum tm_knob k);
 
 typedef struct strbuf {
 	char *s;     /* NUL-terminated contents */

@@ -826,3 +826,65 @@ int tm_cmp_dbl(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
 }
+
+/* ---- sorting with a context ------------------------------------------------ */
+
+/* Merges the sorted runs a[0..na) and b[0..nb) into out, taking from a on
+ * ties, so equal elements keep their order. */
+static void merge(const char *a, size_t na, const char *b, size_t nb,
+                  char *out, size_t size, tm_cmp_fn cmp, void *ctx)
+{
+	while (na && nb) {
+		if (cmp(b, a, ctx) < 0) {
+			memcpy(out, b, size);
+			b += size;
+			nb--;
+		} else {
+			memcpy(out, a, size);
+			a += size;
+			na--;
+		}
+		out += size;
+	}
+	memcpy(out, na ? a : b, (na ? na : nb) * size);
+}
+
+/* Sorts n elements at p into place with tmp as scratch (the same size). */
+static void msort(char *p, char *tmp, size_t n, size_t size, tm_cmp_fn cmp,
+                  void *ctx)
+{
+	size_t h = n / 2;
+	if (n < 2)
+		return;
+	msort(p, tmp, h, size, cmp, ctx);
+	msort(p + h * size, tmp, n - h, size, cmp, ctx);
+	if (cmp(p + h * size, p + (h - 1) * size, ctx) >= 0)
+		return;  /* already in order */
+	memcpy(tmp, p, n * size);
+	merge(tmp, h, tmp + h * size, n - h, p, size, cmp, ctx);
+}
+
+void tm_sort(void *base, size_t n, size_t size, tm_cmp_fn cmp, void *ctx)
+{
+	char *tmp;
+	if (n < 2 || size == 0)
+		return;
+	tmp = xmalloc(n * size);
+	msort(base, tmp, n, size, cmp, ctx);
+	free(tmp);
+}
+
+/* ---- knobs ---------------------------------------------------------------- */
+
+static const char *const knob_names[TM_NKNOBS] = {
+	[TM_KNOB_THREADS] = "THERMAP_THREADS",
+	[TM_KNOB_DIRECT_ONLY] = "THERMAP_DIRECT_ONLY",
+	[TM_KNOB_DIRECT_MAX] = "THERMAP_DIRECT_MAX",
+	[TM_KNOB_TEST_STOP_AT] = "THERMAP_TEST_STOP_AT",
+};
+
+const char *tm_knob(enum tm_knob k)
+{
+	const char *v = k >= 0 && k < TM_NKNOBS ? getenv(knob_names[k]) : NULL;
+	return v && *v ? v : NULL;
+}

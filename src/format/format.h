@@ -18,6 +18,10 @@
 
 struct json_t;  /* jansson's; complete in the files that include it */
 
+/* job.c: the names of enum tm_dim ("tp", "cp", "ep", "dp", "pp"), the
+ * one spelling of job files, plans and messages */
+extern const char *const tm_dim_names[TM_NDIM];
+
 /* cluster.c */
 int tm_parse_link(const char *s, int *nv);
 
@@ -90,6 +94,15 @@ int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err);
 int tm_plan_doc_loadb(const char *name, const char *text, size_t len,
                       tm_plan_doc *P, tm_error *err);
 void tm_plan_doc_free(tm_plan_doc *P);
+/* The layers per chunk a plan chose ("layers": {"chunks": [...]}, written
+ * by a policy that changes layers): *chunks (to be freed) and *n, or NULL
+ * and 0 when the plan has none; TM_EINPUT naming the field when it is not
+ * an array of 1 to TM_MAX_RANKS layer counts (0 to 100000). */
+int tm_plan_doc_chunks(const tm_plan_doc *P, int **chunks, int *n,
+                       tm_error *err);
+/* Whether len bytes of text are a JSON object whose "format" is
+ * thermap.plan/N: what may be replaced as a plan (no message). */
+bool tm_plan_text_is_plan(const char *text, size_t len);
 
 
 /* ---- job.c: the job's "measured" section (docs/formats.md, job) ------- */

@@ -12,7 +12,8 @@
 
 #include "format/format.h"
 
-static const char *const dim_names[TM_NDIM] = { "tp", "cp", "ep", "dp", "pp" };
+/* the names of enum tm_dim, as job files, plans and messages spell them */
+const char *const tm_dim_names[TM_NDIM] = { "tp", "cp", "ep", "dp", "pp" };
 
 void tm_job_free(tm_job *j)
 {
@@ -40,7 +41,7 @@ static int parse_order(const jin *J, const char *s, tm_job *j)
 		memcpy(tok, p, n);
 		tok[n] = '\0';
 		for (int k = 0; k < TM_NDIM; k++)
-			if (!strcmp(tok, dim_names[k]))
+			if (!strcmp(tok, tm_dim_names[k]))
 				d = k;
 		if (d < 0)
 			return jin_fail(J, "parallel", "order", "\"%s\" is not a "
@@ -63,7 +64,7 @@ static int parse_order(const jin *J, const char *s, tm_job *j)
 	for (int k = 0; k < TM_NDIM; k++)
 		if (!seen[k] && j->size[k] > 1)
 			return jin_fail(J, "parallel", "order", "\"%.60s\" leaves out %s, "
-			                "whose size is %d", s, dim_names[k], j->size[k]);
+			                "whose size is %d", s, tm_dim_names[k], j->size[k]);
 	if (ep_pos >= 0 && j->size[TM_EP] > 1 &&
 	    (dp_pos < 0 || abs(ep_pos - dp_pos) != 1))
 		return jin_fail(J, "parallel", "order", "\"%.60s\": ep must sit next "
@@ -292,7 +293,7 @@ static int job_load(const char *file, const char *text, size_t len,
 		goto fail;
 	jin_unknown(&J, par, "parallel", known_par);
 	for (int k = 0; k < TM_NDIM; k++)
-		if ((rc = jin_int(&J, par, "parallel", dim_names[k], 0, 1, 65536,
+		if ((rc = jin_int(&J, par, "parallel", tm_dim_names[k], 0, 1, 65536,
 		                  &j->size[k])))
 			goto fail;
 	if ((rc = jin_int(&J, par, "parallel", "vpp", JF_NULL, 1, 1024,

@@ -13,7 +13,6 @@
 
 #include "format/format.h"
 
-static const char *const dim_name[] = { "tp", "cp", "ep", "dp", "pp" };
 
 void tm_plan_doc_free(tm_plan_doc *P)
 {
@@ -85,7 +84,7 @@ static int read_rank(const jin *J, json_t *o, int r, tm_plan_rank *d)
 		return jin_fail(J, path, "uuid", "expected \"GPU-…\", \"MIG-…\" "
 		                "or null");
 	for (int k = 0; k < TM_NDIM; k++)
-		if ((rc = jin_int(J, o, path, dim_name[k], JF_REQ, 0, TM_MAX_RANKS,
+		if ((rc = jin_int(J, o, path, tm_dim_names[k], JF_REQ, 0, TM_MAX_RANKS,
 		                  &d->coord[k])))
 			return rc;
 	d->temp = NAN;
@@ -198,4 +197,44 @@ int tm_plan_doc_loadb(const char *name, const char *text, size_t len,
 	                    err)))
 		return rc;
 	return plan_doc_read(P, err);
+}
+
+int tm_plan_doc_chunks(const tm_plan_doc *P, int **chunks, int *n,
+                       tm_error *err)
+{
+	json_t *lay = json_object_get(json_object_get(P->root, "layers"),
+	                              "chunks");
+	int *v;
+
+	*chunks = NULL;
+	*n = 0;
+	if (!lay)
+		return 0;
+	if (!json_is_array(lay) || json_array_size(lay) == 0 ||
+	    json_array_size(lay) > TM_MAX_RANKS)
+		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
+		               "array of layer counts", P->file);
+	v = xmalloc(sizeof(int) * json_array_size(lay));
+	for (size_t c = 0; c < json_array_size(lay); c++) {
+		json_t *x = json_array_get(lay, c);
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+		    json_integer_value(x) > 100000) {
+			free(v);
+			return tm_fail(err, TM_EINPUT, "%s: layers.chunks[%zu]: "
+			               "expected a layer count", P->file, c);
+		}
+		v[c] = (int)json_integer_value(x);
+	}
+	*chunks = v;
+	*n = (int)json_array_size(lay);
+	return 0;
+}
+
+bool tm_plan_text_is_plan(const char *text, size_t len)
+{
+	json_t *root = json_loadb(text, len, 0, NULL);
+	const char *f = json_string_value(json_object_get(root, "format"));
+	bool ok = f && !strncmp(f, "thermap.plan/", 13);
+	json_decref(root);
+	return ok;
 }

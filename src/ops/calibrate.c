@@ -386,31 +386,21 @@ static int open_problem(const cal *C, const tm_profile *p, tm_problem **pb,
  * job as it ran. */
 static int plan_layers(cal *C, tm_error *err)
 {
-	json_t *lay = json_object_get(json_object_get(C->plan.root, "layers"),
-	                              "chunks");
-	int *layers, rc = 0;
+	int *layers, n, rc;
 	long total = 0;
 
-	if (!lay)
-		return 0;
-	if (!json_is_array(lay) || json_array_size(lay) != (size_t)C->j->nstages)
-		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected %d "
-		               "layer counts, one per chunk of %s", C->plan.file,
-		               C->j->nstages, C->j->file);
-	if (!C->j->by_layers)
-		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: the plan chose "
-		               "the layers, but %s does not give its stages by "
-		               "layers", C->plan.file, C->j->file);
-	layers = xmalloc(sizeof(int) * (size_t)C->j->nstages);
-	for (int k = 0; k < C->j->nstages && !rc; k++) {
-		json_t *x = json_array_get(lay, (size_t)k);
-		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-		    json_integer_value(x) > 100000)
-			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: expected "
-			             "a layer count", C->plan.file, k);
-		else
-			total += layers[k] = (int)json_integer_value(x);
-	}
+	if ((rc = tm_plan_doc_chunks(&C->plan, &layers, &n, err)) || !layers)
+		return rc;
+	if (n != C->j->nstages)
+		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected %d "
+		             "layer counts, one per chunk of %s", C->plan.file,
+		             C->j->nstages, C->j->file);
+	else if (!C->j->by_layers)
+		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: the plan chose "
+		             "the layers, but %s does not give its stages by "
+		             "layers", C->plan.file, C->j->file);
+	for (int k = 0; k < n && !rc; k++)
+		total += layers[k];
 	if (!rc && total != tm_job_total_layers(C->j))
 		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: %ld layers in "
 		             "all; %s has %d", C->plan.file, total, C->j->file,
@@ -478,7 +468,6 @@ static hname *hosts_sorted(const tm_cluster *c)
  * coordinates, node and local rank, one host per node rank. */
 static int plan_of_job(const cal *C, tm_error *err)
 {
-	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
 	const tm_plan_doc *P = &C->plan;
 	const tm_job *j = job_of(C);
 	int nproc = j->nproc_per_node;
@@ -495,7 +484,7 @@ static int plan_of_job(const cal *C, tm_error *err)
 			if (c[d] != x->coord[d])
 				return tm_fail(err, TM_EINPUT, "%s: ranks[%d].%s is %d; %s "
 				               "gives %d: expected a plan of this job's "
-				               "parallel layout", P->file, r, dn[d],
+				               "parallel layout", P->file, r, tm_dim_names[d],
 				               x->coord[d], j->file, c[d]);
 		if (x->node != r / nproc || x->local != r % nproc)
 			return tm_fail(err, TM_EINPUT, "%s: ranks[%d]: node rank %d, "

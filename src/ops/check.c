@@ -507,7 +507,6 @@ static int check_allreduce(const chk *K, const tm_problem *pb, json_t *pred)
 
 static int check_ranks(const chk *K, json_t *ranks)
 {
-	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
 	const tm_job *j = K->j;
 	if (!json_is_array(ranks) || (int)json_array_size(ranks) != j->world)
 		return tm_fail(K->err, TM_EINPUT, "%s: ranks: expected %d entries",
@@ -542,12 +541,12 @@ static int check_ranks(const chk *K, json_t *ranks)
 			               "local_rank disagree with torchrun's layout",
 			               K->pj, r);
 		for (int d = 0; d < TM_NDIM; d++)
-			if (json_integer_value(json_object_get(o, dn[d])) !=
+			if (json_integer_value(json_object_get(o, tm_dim_names[d])) !=
 			    K->coord[r][d])
 				return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].%s: plan "
 				               "says %lld, the job's order gives %d", K->pj,
-				               r, dn[d], (long long)json_integer_value(
-				               json_object_get(o, dn[d])), K->coord[r][d]);
+				               r, tm_dim_names[d], (long long)json_integer_value(
+				               json_object_get(o, tm_dim_names[d])), K->coord[r][d]);
 	}
 	return 0;
 }

@@ -13,7 +13,6 @@
 
 #include "ops/ops.h"
 
-static const char *const dim_name[] = { "tp", "cp", "ep", "dp", "pp" };
 
 /* ---- comparing ----------------------------------------------------------- */
 
@@ -152,7 +151,7 @@ int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
 		int x = 0, y = 0;
 		for (int d = TM_NDIM - 1; d >= 0 && !what; d--)
 			if (a->coord[d] != c->coord[d]) {
-				what = dim_name[d];
+				what = tm_dim_names[d];
 				x = a->coord[d];
 				y = c->coord[d];
 			}
@@ -222,7 +221,7 @@ int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
 			sb_addf(&b, "rank %d (node %d, local %d; pp %d dp %d", r,
 			        a->node, a->local, a->coord[TM_PP], a->coord[TM_DP]);
 			for (int d = TM_TP; extra && d <= TM_EP; d++)
-				sb_addf(&b, " %s %d", dim_name[d], a->coord[d]);
+				sb_addf(&b, " %s %d", tm_dim_names[d], a->coord[d]);
 			sb_add(&b, "): ");
 			add_gpu(&b, a, uu);
 			sb_add(&b, " -> ");
@@ -239,7 +238,7 @@ int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
 			jw_int(&w, "pp", a->coord[TM_PP]);
 			jw_int(&w, "dp", a->coord[TM_DP]);
 			for (int d = TM_TP; extra && d <= TM_EP; d++)
-				jw_int(&w, dim_name[d], a->coord[d]);
+				jw_int(&w, tm_dim_names[d], a->coord[d]);
 			json_gpu(&w, "from", a);
 			json_gpu(&w, "to", c);
 			jw_str(&w, "why", reason);

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <jansson.h>
 
 #include "ops/ops.h"
 
@@ -439,7 +438,6 @@ static void write_launch(const tm_problem *pb, const int *flat,
                          const char *id, strbuf *b)
 {
 	const tm_job *j = pb->job;
-	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
 	sb_addf(b, "# thermap plan %s (policy ", id);
 	sb_add_text(b, pb->pol->name);
 	sb_addf(b, "): %d node(s) × %d processes\n", pb->nnodes, pb->nproc);
@@ -450,7 +448,7 @@ static void write_launch(const tm_problem *pb, const int *flat,
 	        "pp=%d vpp=%d with rank order ", j->size[TM_TP], j->size[TM_CP],
 	        j->size[TM_EP], j->size[TM_DP], j->size[TM_PP], j->vpp);
 	for (int i = 0; i < j->norder; i++)
-		sb_addf(b, "%s%s", i ? "-" : "", dn[j->order[i]]);
+		sb_addf(b, "%s%s", i ? "-" : "", tm_dim_names[j->order[i]]);
 	sb_add(b, ".\n");
 	for (int n = 0; n < pb->nnodes; n++) {
 		const char *host = pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]]
@@ -474,7 +472,7 @@ static void write_launch(const tm_problem *pb, const int *flat,
  * a plan is replaced (tests/replan/run.sh, tests/cli/writes.sh). */
 static void step(int *k)
 {
-	const char *v = getenv("THERMAP_TEST_STOP_AT");
+	const char *v = tm_knob(TM_KNOB_TEST_STOP_AT);
 	if (v && atoi(v) == ++*k)
 		raise(SIGSTOP);
 }
@@ -578,8 +576,6 @@ static bool holds_plan_json(int fd)
 	struct stat st;
 	char *b;
 	size_t n = 0;
-	json_t *root;
-	const char *f;
 	bool ok;
 	int pf = openat(fd, "plan.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	                O_CLOEXEC);
@@ -600,11 +596,8 @@ static bool holds_plan_json(int fd)
 		n += (size_t)r;
 	}
 	close(pf);
-	root = json_loadb(b, n, 0, NULL);
+	ok = tm_plan_text_is_plan(b, n);
 	free(b);
-	f = json_string_value(json_object_get(root, "format"));
-	ok = f && !strncmp(f, "thermap.plan/", 13);
-	json_decref(root);
 	return ok;
 }
 

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 
 #include "ops/ops.h"
 
@@ -45,34 +44,11 @@ static void prev_free(prev *P)
 /* plan.json of the previous plan, and the layers per chunk it chose. */
 static int prev_load(const char *dir, prev *P, tm_error *err)
 {
-	json_t *lay;
 	int rc;
 
 	memset(P, 0, sizeof *P);
-	if ((rc = tm_plan_doc_load(dir, &P->d, err)))
-		goto out;
-	lay = json_object_get(json_object_get(P->d.root, "layers"), "chunks");
-	if (!lay)
-		return 0;
-	if (!json_is_array(lay) || json_array_size(lay) == 0 ||
-	    json_array_size(lay) > TM_MAX_RANKS) {
-		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
-		             "array of layer counts", P->d.file);
-		goto out;
-	}
-	P->nchunks = (int)json_array_size(lay);
-	P->layers = xmalloc(sizeof(int) * (size_t)P->nchunks);
-	for (int c = 0; c < P->nchunks && !rc; c++) {
-		json_t *x = json_array_get(lay, (size_t)c);
-		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-		    json_integer_value(x) > 100000)
-			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: "
-			             "expected a layer count", P->d.file, c);
-		else
-			P->layers[c] = (int)json_integer_value(x);
-	}
-out:
-	if (rc)
+	if ((rc = tm_plan_doc_load(dir, &P->d, err)) ||
+	    (rc = tm_plan_doc_chunks(&P->d, &P->layers, &P->nchunks, err)))
 		prev_free(P);
 	return rc;
 }
@@ -82,7 +58,6 @@ out:
 static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
                     tm_error *err)
 {
-	static const char *const dn[] = { "tp", "cp", "ep", "dp", "pp" };
 	int total = 0;
 
 	*jr = NULL;
@@ -98,7 +73,7 @@ static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
 				return tm_fail(err, TM_EINPUT, "%s: ranks[%d].%s is %d; "
 				               "%s gives %d: the parallel layout changed "
 				               "(plan anew with thermap plan)", P->d.file, r,
-				               dn[d], P->d.r[r].coord[d], j->file, c[d]);
+				               tm_dim_names[d], P->d.r[r].coord[d], j->file, c[d]);
 	}
 	if (!P->layers)
 		return 0;

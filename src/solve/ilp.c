@@ -683,8 +683,8 @@ bool tm_ilp_direct(const tm_problem *pb)
 {
 	/* THERMAP_DIRECT_MAX moves the limit, to measure the direct program
 	 * where it is not used (make bench) */
-	const char *env = getenv("THERMAP_DIRECT_MAX");
-	double most = env && *env ? strtod(env, NULL) : DIRECT_MAX;
+	const char *env = tm_knob(TM_KNOB_DIRECT_MAX);
+	double most = env ? strtod(env, NULL) : DIRECT_MAX;
 	return (double)pb->nranks * pb->ngpu <= most;
 }
 

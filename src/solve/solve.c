@@ -733,10 +733,10 @@ out:
 
 /* ---- the dispatcher ------------------------------------------------------ */
 
-static bool getenv_flag(const char *name)
+static bool knob_set(enum tm_knob k)
 {
-	const char *v = getenv(name);
-	return v && *v && strcmp(v, "0");
+	const char *v = tm_knob(k);
+	return v && strcmp(v, "0");
 }
 
 /* A lower bound on the time criterion: on the iteration time, plus the
@@ -849,7 +849,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		}
 		/* THERMAP_DIRECT_ONLY=1 skips the decomposition, to measure
 		 * the direct program (make bench, tests/scale) */
-		if (!getenv_flag("THERMAP_DIRECT_ONLY") &&
+		if (!knob_set(TM_KNOB_DIRECT_ONLY) &&
 		    tm_host_decomposable(pb) &&
 		    tm_solve_host(pb, warm, flat, sol) == 0 &&
 		    (!strcmp(sol->status, "optimal") || !tm_ilp_direct(pb)))

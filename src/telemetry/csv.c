@@ -1189,8 +1189,8 @@ static void *worker(void *arg)
  * 2 MiB of buffers). */
 static int ncpus(void)
 {
-	const char *env = getenv("THERMAP_THREADS");
-	long n = env && *env ? strtol(env, NULL, 10)
+	const char *env = tm_knob(TM_KNOB_THREADS);
+	long n = env ? strtol(env, NULL, 10)
 	                     : sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > PAR_MAX_THREADS ? PAR_MAX_THREADS : (int)n;
 }
