@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 
 #include "ops/ops.h"
 
@@ -464,21 +463,6 @@ typedef struct step_res {
 	double t, gain, peak, throttle, energy;
 } step_res;
 
-/* The longest span of the files, from the reader's summary. */
-static double recording_span(const char *summary)
-{
-	json_t *root = json_loads(summary, 0, NULL), *f;
-	double span = 0;
-	size_t i;
-	json_array_foreach(json_object_get(root, "files"), i, f) {
-		json_t *s = json_object_get(f, "span_s");
-		if (json_is_number(s) && json_number_value(s) > span)
-			span = json_number_value(s);
-	}
-	json_decref(root);
-	return span;
-}
-
 /* Plans pol on profile a, then plays that placement on profile b. */
 static void replay_one(const tm_cluster *c, const tm_profile *a,
                        const tm_profile *b, const tm_job *j,
@@ -526,10 +510,9 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
                       int npol, bool allow, int fmt, char **out,
                       tm_error *err)
 {
-	tm_tele_opts o = { NAN, NAN, false, false };
-	char *text = NULL, *summ = NULL, **why;
+	tm_windows W;
 	tm_profile **prof;
-	char *full;
+	char **why;
 	step_res *res = NULL;
 	double span;
 	int nw, rc, nsteps;
@@ -537,57 +520,13 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 	jw jv;
 
 	*out = NULL;
-	if ((rc = tm_profile_from_telemetry(in, nin, &o, &text, &summ, err)))
+	if ((rc = tm_windows_read(c, in, nin, window, j, pols[0], allow, &W,
+	                          err)))
 		return rc;
-	span = recording_span(summ);
-	full = text;
-	free(summ);
-	text = summ = NULL;
-	nw = (int)fmin(floor(span / window), 100000);
-	if (nw < 2) {
-		free(full);
-		return tm_fail(err, TM_EINPUT, "%s: the recording spans %.1f s; "
-		               "replay needs two windows of %g s at least",
-		               in[0].file, span, window);
-	}
-	prof = xcalloc((size_t)nw, sizeof *prof);
-	why = xcalloc((size_t)nw, sizeof *why);
-	for (int k = 0; k < nw; k++) {
-		tm_tele_opts wo = { k * window, (k + 1) * window - 1e-6, true,
-		                    true };
-		tm_error e = { 0, "" };
-		char name[96];
-		snprintf(name, sizeof name, "window %d (%g–%g s)", k, k * window,
-		         (k + 1) * window);
-		char *filled = NULL;
-		int nf;
-		/* a window of a long run is often all load: its GPUs' idle
-		 * level comes from the whole recording, and so does the load
-		 * level of a GPU the window never saw at full load (as replan's
-		 * --baseline does), so that every window can be planned */
-		if (!tm_profile_from_telemetry(in, nin, &wo, &text, &summ, &e))
-			filled = tm_profile_fill(text, full, false, &nf);
-		if (!filled || tm_profile_loadb(name, filled, strlen(filled),
-		                                &prof[k], &e)) {
-			why[k] = xstrdup(e.msg);
-		} else {
-			/* reading the recording said what its GPUs lack */
-			prof[k]->quiet_join = true;
-			/* a window the model cannot use (no loaded samples, say) */
-			tm_problem *pb = NULL;
-			if (tm_problem_new(c, prof[k], j, pols[0], allow, &pb, &e)) {
-				why[k] = xstrdup(e.msg);
-				tm_profile_free(prof[k]);
-				prof[k] = NULL;
-			}
-			tm_problem_free(pb);
-		}
-		free(filled);
-		free(text);
-		free(summ);
-		text = summ = NULL;
-	}
-	free(full);
+	span = W.span;
+	nw = W.n;
+	prof = W.prof;
+	why = W.why;
 	nsteps = nw - 1;
 	res = xcalloc((size_t)nsteps * (size_t)(npol + 1), sizeof *res);
 	for (int k = 0; k < nsteps; k++) {
@@ -769,12 +708,7 @@ int tm_compare_replay(const tm_cluster *c, const tm_tele_input *in, int nin,
 		sb_add(&b, "\n");
 	}
 	*out = b.s;
-	for (int k = 0; k < nw; k++) {
-		tm_profile_free(prof[k]);
-		free(why[k]);
-	}
-	free(prof);
-	free(why);
+	tm_windows_clear(&W);
 	free(res);
 	return 0;
 }

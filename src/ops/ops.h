@@ -35,6 +35,23 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol);
 
 
+/* ---- replay.c: compare --replay's windows ------------------------------- */
+
+/* A recording cut into windows of window seconds from its start, each as
+ * a profile (NULL where the model cannot plan on it, with the reason in
+ * why[k]); span: the longest file's span. TM_EINPUT when the recording
+ * cannot be read or spans less than two windows. */
+typedef struct tm_windows {
+	double span;
+	int n;
+	tm_profile **prof;
+	char **why;
+} tm_windows;
+int tm_windows_read(const tm_cluster *c, const tm_tele_input *in, int nin,
+                    double window, const tm_job *j, const tm_policy *pol,
+                    bool allow, tm_windows *W, tm_error *err);
+void tm_windows_clear(tm_windows *W);
+
 /* ---- diff.c: `thermap diff OLD_DIR NEW_DIR` ------------------------------ */
 /* Compares the placements of two plan directories. fmt 0 = text, 1 = json.
  * *out: the report (to be freed). Errors: TM_EINPUT (4) for an unreadable,
