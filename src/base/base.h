@@ -41,7 +41,7 @@ int tm_utf8_len(const char *s);
 void tm_text(char *out, size_t size, const char *s);
 int tm_read_file(const char *file, size_t cap, char **buf, size_t *len,
                  tm_error *err);
-/* Writes data to path through a temporary beside it (tm_out). */
+/* fs.c: writes data to path through a temporary beside it (tm_out). */
 int tm_write_file_atomic(const char *path, const char *data, size_t len,
                          tm_error *err);
 char *tm_normalise_pci(const char *s);
@@ -80,7 +80,7 @@ void sb_add(strbuf *b, const char *s);
 void sb_addf(strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void sb_add_text(strbuf *b, const char *s);
-/* Safe writes (util.c; docs/formats.md, "Writing and replacing").
+/* Safe writes (fs.c; docs/formats.md, "Writing and replacing").
  * tm_out: a single file written under PATH.tmp.XXXXXX beside PATH, locked,
  * then renamed over PATH, which may only be absent or a regular file
  * (else TM_EUSAGE); every write, the sync and the close are checked
