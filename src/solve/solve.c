@@ -44,27 +44,38 @@ void tm_solution_clear(tm_solution *sol)
 
 /* ---- greedy -------------------------------------------------------------- */
 
-static const tm_problem *sort_pb;
-static const double *sort_key;
+/* Indices by decreasing key, ties by decreasing key2 (when not NULL),
+ * then by index: the context of cmp_key_desc. */
+typedef struct key_order {
+	const double *key;
+	const double *key2;
+} key_order;
 
-static const double *sort_key2;   /* ties of sort_key, when set */
-
-static int cmp_key_desc(const void *a, const void *b)
+static int cmp_key_desc(const void *a, const void *b, void *ctx)
 {
+	const key_order *o = ctx;
 	int i = *(const int *)a, j = *(const int *)b;
-	double x = sort_key[i], y = sort_key[j];
+	double x = o->key[i], y = o->key[j];
 	if (x != y)
 		return x < y ? 1 : -1;
-	if (sort_key2 && sort_key2[i] != sort_key2[j])
-		return sort_key2[i] < sort_key2[j] ? 1 : -1;
+	if (o->key2 && o->key2[i] != o->key2[j])
+		return o->key2[i] < o->key2[j] ? 1 : -1;
 	return i - j;
 }
 
-/* Better GPUs first: faster, then cooler under full load. */
-static int cmp_gpu(const void *a, const void *b)
+/* Sorts n indices at idx by decreasing key, then key2 (may be NULL). */
+static void sort_desc(int *idx, int n, const double *key, const double *key2)
+{
+	key_order o = { key, key2 };
+	tm_sort(idx, (size_t)n, sizeof(int), cmp_key_desc, &o);
+}
+
+/* Better GPUs first: faster, then cooler under full load; ctx is the
+ * problem. */
+static int cmp_gpu(const void *a, const void *b, void *ctx)
 {
 	int g = *(const int *)a, h = *(const int *)b;
-	const tm_problem *pb = sort_pb;
+	const tm_problem *pb = ctx;
 	double x = pb->t_wait[g] + pb->t_slope[g];
 	double y = pb->t_wait[h] + pb->t_slope[h];
 	if (pb->derate[g] != pb->derate[h])
@@ -90,15 +101,13 @@ bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat)
 	done = xcalloc((size_t)pb->nproc, 1);
 	for (int i = 0; i < ng; i++)
 		gpus[i] = first + i;
-	sort_pb = pb;
-	qsort(gpus, (size_t)ng, sizeof(int), cmp_gpu);
+	tm_sort(gpus, (size_t)ng, sizeof(int), cmp_gpu, (void *)pb);
 	for (int i = 0; i < pb->nproc; i++) {
 		int r = n * pb->nproc + i;
 		slots[i] = r;
 		key[r] = pb->work[pb->rank_stage[r]];
 	}
-	sort_key = key;
-	qsort(slots, (size_t)pb->nproc, sizeof(int), cmp_key_desc);
+	sort_desc(slots, pb->nproc, key, NULL);
 	for (int i = 0; i < pb->nproc && ok; i++) {
 		int r = slots[i], grp[64], ngrp = 0, chosen[64];
 		if (done[r - n * pb->nproc])
@@ -231,13 +240,10 @@ static void greedy_coolest(const tm_problem *pb, int *flat)
 		int *gpus = xmalloc(sizeof(int) * (size_t)ng);
 		for (int i = 0; i < ng; i++)
 			gpus[i] = first + i;
-		sort_key = cool;
-		sort_key2 = NULL;
-		qsort(gpus, (size_t)ng, sizeof(int), cmp_key_desc);
+		sort_desc(gpus, ng, cool, NULL);
 		for (int i = 0; i < pb->nproc; i++)
 			slots[i] = n * pb->nproc + i;
-		sort_key = key;
-		qsort(slots, (size_t)pb->nproc, sizeof(int), cmp_key_desc);
+		sort_desc(slots, pb->nproc, key, NULL);
 		for (int i = 0; i < pb->nproc; i++)
 			flat[slots[i]] = gpus[i];
 		free(gpus);
@@ -540,8 +546,7 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 			key[n] += pb->work[pb->rank_stage[n * pb->nproc + i]];
 		nodes[n] = n;
 	}
-	sort_key = key;
-	qsort(nodes, (size_t)pb->nnodes, sizeof(int), cmp_key_desc);
+	sort_desc(nodes, pb->nnodes, key, NULL);
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u], first = pb->host_first[h];
 		int ng = pb->c->nodes[h].ngpus, size = pb->nmember, nslot;
@@ -563,10 +568,10 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 		free(d);
 		hosts[u] = h;
 	}
-	sort_key = pb->crit[0] == TM_CRIT_TIME ? hspeed : hkey;
-	sort_key2 = pb->crit[0] == TM_CRIT_TIME ? hkey : NULL;
-	qsort(hosts, (size_t)pb->nusable, sizeof(int), cmp_key_desc);
-	sort_key2 = NULL;
+	if (pb->crit[0] == TM_CRIT_TIME)
+		sort_desc(hosts, pb->nusable, hspeed, hkey);
+	else
+		sort_desc(hosts, pb->nusable, hkey, NULL);
 	ok = place_nodes(pb, nodes, hosts, flat);
 	if (ok)
 		greedy_finish(pb, flat);
