@@ -1,46 +1,16 @@
 /*
- * solve.c — one interface, several methods: identity (torchrun's default),
- * greedy (heaviest work on the fastest, coolest GPUs, then pairwise swaps),
- * brute force (every placement torchrun can express; the test oracle) and
- * the ILP of solve_ilp.c. All of them end in the same evaluation, so their
- * numbers are comparable.
+ * greedy.c — the heuristics behind tm_solve: greedy (node ranks by
+ * decreasing work onto hosts whose GPUs are faster and cooler, each node
+ * rank's heaviest ranks on the best free GPUs, then pairwise swaps inside
+ * hosts and replica balancing), the coolest-first rule of thumb that uses
+ * no model, and the pieces other solvers reuse (tm_greedy_node,
+ * tm_swap_descent). The greedy placement is also the integer program's
+ * warm start. Which method runs, and what is reported, is solve.c's.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "solve/solve.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-tm_placement *tm_placement_new(int nranks)
-{
-	tm_placement *pl = xcalloc(1, sizeof *pl);
-	pl->nranks = nranks;
-	pl->host = xcalloc((size_t)nranks, sizeof(int));
-	pl->gpu = xcalloc((size_t)nranks, sizeof(int));
-	return pl;
-}
-
-void tm_placement_free(tm_placement *pl)
-{
-	if (!pl)
-		return;
-	free(pl->host);
-	free(pl->gpu);
-	free(pl);
-}
-
-void tm_solution_clear(tm_solution *sol)
-{
-	tm_placement_free(sol->pl);
-	memset(sol, 0, sizeof *sol);
-}
 
 /* ---- greedy -------------------------------------------------------------- */
 
@@ -223,7 +193,7 @@ static void local_search(const tm_problem *pb, int *flat)
 /* The rule of thumb without a model: on the hosts torchrun would use, the
  * ranks of each node in decreasing work on that host's GPUs in increasing
  * full-load temperature. No derates, links or swaps. */
-static void greedy_coolest(const tm_problem *pb, int *flat)
+void tm_solve_coolest(const tm_problem *pb, int *flat)
 {
 	int *slots = xmalloc(sizeof(int) * (size_t)pb->nproc);
 	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
@@ -733,172 +703,5 @@ out:
 	free(B.flat);
 	free(B.used);
 	free(B.hused);
-	return rc;
-}
-
-/* ---- the dispatcher ------------------------------------------------------ */
-
-static bool knob_set(enum tm_knob k)
-{
-	const char *v = tm_knob(k);
-	return v && strcmp(v, "0");
-}
-
-/* A lower bound on the time criterion: on the iteration time, plus the
- * price of the moves that no placement avoids (ranks whose reference GPU
- * is gone). */
-static double time_crit_lower_bound(const tm_problem *pb)
-{
-	return tm_time_lower_bound(pb) + pb->move_cost_ms * pb->ref_lost;
-}
-
-/* replan's hint, when it satisfies the policy and beats flat by the
- * lexicographic objective, replaces flat. */
-static void weigh_hint(const tm_problem *pb, int *flat)
-{
-	tm_eval a, b;
-	char why[256];
-	if (!pb->hint)
-		return;
-	tm_eval_flat(pb, pb->hint, 0, &a);
-	tm_eval_flat(pb, flat, 0, &b);
-	if (tm_constraints_ok(pb, pb->hint, a.iteration_ms, why, sizeof why) &&
-	    (!tm_constraints_ok(pb, flat, b.iteration_ms, why, sizeof why) ||
-	     tm_eval_better(pb, &a, &b) > 0))
-		memcpy(flat, pb->hint, sizeof(int) * (size_t)pb->nranks);
-}
-
-/* The ilp method on a cluster too large for the direct program: the
- * greedy placement (with replica balancing), its gap proven against the
- * lower bounds of bound.c. Temperatures are those at the placement's own
- * time, as for the heuristics. */
-static void bounded_heuristic(const tm_problem *pb, const int *flat,
-                              tm_solution *sol)
-{
-	tm_eval ev;
-	double lb = time_crit_lower_bound(pb);
-	tm_eval_flat(pb, flat, 0, &ev);
-	snprintf(sol->status, sizeof sol->status, "feasible");
-	snprintf(sol->formulation, sizeof sol->formulation, "greedy+bound");
-	sol->t_ref_ms = 0;
-	for (int k = 0; k < pb->ncrit; k++)
-		sol->best[k] = tm_crit_value(&ev, pb->crit[k]);
-	sol->objective = tm_crit_value(&ev, pb->crit[0]);
-	if (pb->crit[0] == TM_CRIT_TIME)
-		sol->bound = fmin(lb, sol->objective);
-	else if (pb->crit[0] == TM_CRIT_PEAK)
-		sol->bound = fmin(tm_peak_lower_bound(pb, ev.iteration_ms),
-		                  sol->objective);
-	else
-		sol->bound = 0;
-	sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
-	           sol->objective : 0;
-	if (sol->gap < 1e-9)
-		sol->gap = 0;
-}
-
-int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
-{
-	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	int *warm = NULL;
-	double t0 = now_ms(), t_ref = 0;
-	char why[512];
-	int rc = 0;
-
-	memset(sol, 0, sizeof *sol);
-	tm_identity(pb, flat);
-	tm_eval_flat(pb, flat, 0, &sol->baseline);
-	sol->baseline_ok = true;
-	snprintf(sol->status, sizeof sol->status, "heuristic");
-	switch (pb->pol->method) {
-	case TM_METHOD_GREEDY_COOLEST:
-		greedy_coolest(pb, flat);
-		if (!tm_constraints_ok(pb, flat, tm_eval_flat(pb, flat, 0,
-		                       &sol->ev), why, sizeof why))
-			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the coolest-"
-			             "first placement violates the policy: %s", why);
-		break;
-	case TM_METHOD_ALTERNATING:  /* its layers are the job's business */
-	case TM_METHOD_IDENTITY:
-		if (!tm_constraints_ok(pb, flat, sol->baseline.iteration_ms, why,
-		                       sizeof why))
-			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the identity "
-			             "placement violates the policy: %s", why);
-		break;
-	case TM_METHOD_GREEDY:
-		if (tm_solve_greedy(pb, flat) ||
-		    !tm_constraints_ok(pb, flat, tm_eval_flat(pb, flat, 0,
-		                       &sol->ev), why, sizeof why)) {
-			tm_identity(pb, flat);
-			weigh_hint(pb, flat);
-			if (!tm_constraints_ok(pb, flat, sol->baseline.iteration_ms,
-			                       why, sizeof why))
-				rc = tm_explain_infeasible(pb, err);
-		} else {
-			weigh_hint(pb, flat);
-		}
-		break;
-	case TM_METHOD_BRUTE:
-		rc = tm_solve_brute(pb, flat, &sol->t_ref_ms, sol->best, err);
-		snprintf(sol->status, sizeof sol->status, "optimal");
-		break;
-	default:
-		warm = xmalloc(sizeof(int) * (size_t)pb->nranks);
-		if (tm_solve_greedy(pb, warm) ||
-		    !tm_constraints_ok(pb, warm, 0, why, sizeof why))
-			tm_identity(pb, warm);
-		weigh_hint(pb, warm);
-		if (!tm_constraints_ok(pb, warm, 0, why, sizeof why)) {
-			free(warm);
-			warm = NULL;
-		}
-		/* THERMAP_DIRECT_ONLY=1 skips the decomposition, to measure
-		 * the direct program (make bench, tests/scale) */
-		if (!knob_set(TM_KNOB_DIRECT_ONLY) &&
-		    tm_host_decomposable(pb) &&
-		    tm_solve_host(pb, warm, flat, sol) == 0 &&
-		    (!strcmp(sol->status, "optimal") || !tm_ilp_direct(pb)))
-			break;
-		if (warm && !tm_ilp_direct(pb)) {
-			bounded_heuristic(pb, warm, sol);
-			memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
-			break;
-		}
-		memset(sol->best, 0, sizeof sol->best);
-		snprintf(sol->formulation, sizeof sol->formulation,
-		         "integer program");
-		rc = tm_solve_ilp(pb, warm, flat, sol, err);
-		if (rc == 0 && pb->crit[0] == TM_CRIT_TIME &&
-		    strcmp(sol->status, "optimal")) {
-			/* stopped early: the cheap bound may prove more */
-			sol->bound = fmin(fmax(sol->bound,
-			                       time_crit_lower_bound(pb)),
-			                  sol->objective);
-			sol->gap = sol->objective > 0 ? (sol->objective -
-			           sol->bound) / sol->objective : 0;
-		}
-		break;
-	}
-	if (rc)
-		goto out;
-	/* brute and ilp rank temperatures at the best achievable time */
-	t_ref = sol->t_ref_ms;
-	tm_eval_flat(pb, flat, t_ref, &sol->ev);
-	sol->t_ref_ms = t_ref > 0 ? t_ref : sol->ev.iteration_ms;
-	sol->ev.feasible = true;
-	if (pb->pol->method == TM_METHOD_BRUTE) {
-		/* like the ILP: the optimum of the first criterion's phase */
-		sol->objective = sol->bound = sol->best[0];
-		sol->gap = 0;
-	} else if (pb->pol->method != TM_METHOD_ILP) {
-		sol->objective = tm_crit_value(&sol->ev, pb->crit[0]);
-		sol->bound = sol->gap = NAN;
-	}
-	sol->pl = tm_placement_new(pb->nranks);
-	tm_flat_to_placement(pb, flat, sol->pl);
-out:
-	sol->time_ms = now_ms() - t0;
-	free(flat);
-	free(warm);
 	return rc;
 }

@@ -11,19 +11,25 @@
 
 #include "model/model.h"
 
-/* solve.c: places node n on host h, whose GPUs are all free: tensor-
+/* greedy.c: places node n on host h, whose GPUs are all free: tensor-
  * parallel groups (or ranks) in decreasing work on the best free GPUs */
 bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat);
 
-/* solve.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
+/* greedy.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
  * inside each host, each kept when keep(ud, flat) says so (it sees the
  * changed placement), for at most passes rounds while one is kept */
 void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
                      bool (*keep)(void *ud, const int *flat), void *ud);
 
 
-/* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
+/* greedy.c: the greedy method (TM_EINFEASIBLE when it finds no
+ * placement), and coolest-first (the ranks of each node rank in
+ * decreasing work on torchrun's host's GPUs in increasing full-load
+ * temperature) */
 int tm_solve_greedy(const tm_problem *pb, int *flat);
+void tm_solve_coolest(const tm_problem *pb, int *flat);
+
+/* solve_brute.c, solve_ilp.c: backends of tm_solve */
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
                    double *best, tm_error *err);
 int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
