@@ -1,8 +1,9 @@
 /*
- * solve.h — the solvers behind tm_solve and tm_run_policy: greedy and
- * brute force (solve.c), the integer program (ilp.c, the only files with
- * GLPK: ilp.c and rebalance.c), the host decomposition (host.c) and the
- * layer rebalancing of `rebalance` (rebalance.c).
+ * solve.h — the solvers behind tm_solve (solve.c, the dispatcher) and
+ * tm_run_policy: greedy and coolest-first (greedy.c), brute force
+ * (brute.c), the integer program (ilp.c, the only files with GLPK: ilp.c
+ * and rebalance.c), the host decomposition (host.c) and the layer
+ * rebalancing of `rebalance` (rebalance.c).
  *
  * Layer: above model.
  */
@@ -29,15 +30,19 @@ void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
 int tm_solve_greedy(const tm_problem *pb, int *flat);
 void tm_solve_coolest(const tm_problem *pb, int *flat);
 
-/* solve_brute.c, solve_ilp.c: backends of tm_solve */
+/* brute.c: every placement; t_ref gets the best iteration time and
+ * best[k] the best value of criterion k with the earlier ones held */
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
                    double *best, tm_error *err);
+
+/* ilp.c: the integer program; tm_ilp_direct says whether a problem is
+ * small enough for it */
 int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
                  tm_solution *sol, tm_error *err);
 bool tm_ilp_direct(const tm_problem *pb);
 
 
-/* solve_host.c: the host decomposition (docs/model.md, section 10) */
+/* host.c: the host decomposition (docs/model.md, section 10) */
 bool tm_host_decomposable(const tm_problem *pb);
 /* Fills flat and sol's status, formulation, best, t_ref_ms, objective,
  * bound and gap; warm (may be NULL) competes for the time phase. Returns
