@@ -42,6 +42,19 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 bool tm_ilp_direct(const tm_problem *pb);
 
 
+/* solve.c: builds the problem of job (or of owned, a relayered copy of
+ * job that run takes over) and solves it into run */
+int tm_run_job(const tm_cluster *c, const tm_profile *p, tm_job *owned,
+               const tm_job *job, const tm_policy *pol, bool allow,
+               tm_run *run, tm_error *err);
+
+/* rebalance.c: the layers of "alternating" into n (per chunk), and
+ * rebalance_layers: placement and layers in turn, the best run into out */
+void tm_alternating_layers(const tm_job *j, int min_layers, int *n);
+int tm_rebalance(const tm_cluster *c, const tm_profile *p, const tm_job *job,
+                 const tm_policy *pol, bool allow, tm_run *out, tm_error *err);
+
+
 /* host.c: the host decomposition (docs/model.md, section 10) */
 bool tm_host_decomposable(const tm_problem *pb);
 /* Fills flat and sol's status, formulation, best, t_ref_ms, objective,
