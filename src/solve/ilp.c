@@ -1,7 +1,8 @@
 /*
- * solve_ilp.c — the exact method: the placement problem as a mixed integer
- * program solved by GLPK, one lexicographic criterion at a time. This is
- * the only file that includes glpk.h. The formulation (docs/model.md):
+ * ilp.c — the exact method: the placement problem as a mixed integer
+ * program solved by GLPK, one lexicographic criterion at a time (GLPK is
+ * included here and in rebalance.c, for its layer program; nowhere else).
+ * The formulation (docs/model.md):
  *
  *   x[r,g] ∈ {0,1}   rank r on GPU g          z[n,h] ∈ {0,1}  node n on host h
  *   Σg x[r,g] = 1    Σr x[r,g] ≤ 1            Σ(g∈h) x[r,g] = z[node(r),h]
@@ -64,15 +65,18 @@ typedef struct ilp {
 	/* what the callback saw */
 	double bound;         /* best bound of the last solve */
 	double deadline;      /* now_ms() at which branch and bound stops */
+	/* where a GLPK error returns to: set by the function that calls
+	 * GLPK, reached through the error hook's info pointer (this ilp) */
+	jmp_buf fail;
 } ilp;
 
-static jmp_buf glpk_jmp;
-
+/* GLPK's error hook: GLPK cannot go on after an error, so its
+ * environment is freed and the caller's setjmp returns 1. */
 static void on_glpk_error(void *info)
 {
-	(void)info;
+	ilp *L = info;
 	glp_free_env();
-	longjmp(glpk_jmp, 1);
+	longjmp(L->fail, 1);
 }
 
 /* Names cost memory and time on large programs and only a written file
@@ -725,13 +729,13 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 		               "greedy method", pb->nranks, pb->ngpu);
 	}
 	glp_term_out(GLP_OFF);
-	if (setjmp(glpk_jmp)) {
+	if (setjmp(L.fail)) {
 		glp_error_hook(NULL, NULL);
 		ilp_free(&L);
 		free(cur);
 		return tm_fail(err, TM_EINTERNAL, "ilp: GLPK failed");
 	}
-	glp_error_hook(on_glpk_error, NULL);
+	glp_error_hook(on_glpk_error, &L);
 	L.P = glp_create_prob();
 	build(&L);
 
@@ -868,14 +872,14 @@ int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err)
 	L.pb = pb;
 	L.names = true;
 	glp_term_out(GLP_OFF);
-	if (setjmp(glpk_jmp)) {
+	if (setjmp(L.fail)) {
 		glp_error_hook(NULL, NULL);
 		ilp_free(&L);
 		tm_out_abort(&o);
 		return tm_fail(err, TM_EINTERNAL, "%s: GLPK failed to build or "
 		               "write the integer program", file);
 	}
-	glp_error_hook(on_glpk_error, NULL);
+	glp_error_hook(on_glpk_error, &L);
 	L.P = glp_create_prob();
 	glp_set_prob_name(L.P, "thermap phase 0: the best iteration time "
 	                  "(docs/model.md, section 10)");
