@@ -84,9 +84,6 @@ struct tm_problem {
 double tm_bw(const tm_problem *pb, int g, int h);
 bool tm_nvlink(const tm_problem *pb, int g, int h);
 bool tm_fits(const tm_problem *pb, int rank, int g);
-double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
-double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
-double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
 void tm_identity(const tm_problem *pb, int *flat);
 /* tm_problem_new; with uneven_hosts, the hosts of a multi-node job may
  * differ in GPU count (replan: GPUs gone from a host), and a host with
@@ -108,6 +105,12 @@ int tm_problem_clone(const tm_problem *pb, const tm_policy *pol,
 
 
 /* model.c: the prediction model of docs/model.md */
+/* Rank rank on GPU g in an iteration of t_iter ms: the share of it the GPU
+ * computes (at most 1), its temperature (°C) and its power (W; NAN when
+ * the profile has none). */
+double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
+double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
+double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
                     tm_eval *ev);

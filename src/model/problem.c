@@ -88,24 +88,6 @@ bool tm_fits(const tm_problem *pb, int rank, int g)
 	         need > pb->mem_gib[g]);
 }
 
-/* The fraction of the iteration the GPU spends computing for its rank. */
-double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
-{
-	double busy = pb->job->microbatches * pb->work[pb->rank_stage[rank]] *
-	              pb->derate[g] / t_iter;
-	return busy > 1 ? 1 : busy;
-}
-
-double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter)
-{
-	return pb->t_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->t_slope[g];
-}
-
-double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
-{
-	return pb->p_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->p_slope[g];
-}
-
 /* torchrun's default: node rank n on the n-th usable host, local rank i on
  * the GPU with the i-th smallest index (CUDA's PCI bus order). */
 void tm_flat_to_placement(const tm_problem *pb, const int *flat,
