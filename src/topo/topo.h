@@ -1,12 +1,16 @@
 /*
  * topo.h — what each topology source says about one host (a "view"), and
  * the readers that build views: `nvidia-smi topo -m` text and GPU lists
- * (topo_smi.c), hwloc XML or the live machine (topo_hwloc.c), NCCL
- * topology XML (topo_nccl.c). topo.c joins the views of a host, checks them
+ * (smi.c), hwloc XML or the live machine (hwloc.c), NCCL topology XML
+ * (nccl.c). The helpers every reader builds a view with are view.c's;
+ * topo.c, above the readers, joins the views of a host, checks them
  * against each other and writes thermap.cluster/1.
  *
  * Readers never print or exit: they fill a view or return an exit code
  * with err set to one line naming the file and the place.
+ *
+ * Layer: above format and base, beside telemetry. Only hwloc.c includes
+ * <hwloc.h>.
  */
 #ifndef THERMAP_TOPO_H
 #define THERMAP_TOPO_H
@@ -51,6 +55,8 @@ typedef struct tp_view {
 	int ignored;
 } tp_view;
 
+/* view.c: a view's life. tp_view_free releases what v holds (v itself is
+ * the caller's) and leaves it empty. */
 void tp_view_init(tp_view *v, const char *source, const char *file);
 void tp_view_free(tp_view *v);
 /* Appends a GPU (all fields unknown) and returns it. */
@@ -95,11 +101,12 @@ int tp_read_nccl_text(const char *file, const char *data, size_t len,
 /* The *_text readers read len bytes at data instead of the file, which
  * then only names them in messages (tests and fuzz harnesses). */
 
-/* Checks a view as every source's must hold (no UUID or PCI bus id twice,
- * NVLink counts within NV1..NV64) and joins the views of one host into a
- * thermap.cluster/1 document of that host alone, as `thermap topo` does;
- * *cluster is new text. */
+/* view.c: checks a view as every source's must hold (no UUID or PCI bus
+ * id twice, NVLink counts within NV1..NV64). */
 int tp_check_view(const tp_view *v, tm_error *err);
+
+/* topo.c: joins the views of one host into a thermap.cluster/1 document
+ * of that host alone, as `thermap topo` does; *cluster is new text. */
 int tp_join_views(const char *host, tp_view *v, int nv, const char *prefer,
                   char **cluster, tm_error *err);
 
