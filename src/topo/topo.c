@@ -2,8 +2,8 @@
  * topo.c — `thermap topo`: reads each input through its reader, joins the
  * views of one host (by PCI bus id), checks them against each other, and
  * writes thermap.cluster/1. It sits above the readers (smi.c, hwloc.c,
- * nccl.c) and the view helpers they share (view.c); nothing below calls
- * back into it.
+ * nccl.c, local.c) and the view helpers they share (view.c); nothing below
+ * calls back into it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -241,110 +241,6 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 	return rc;
 }
 
-/* ---- the live machine ------------------------------------------------------ */
-
-/* Runs cmd, keeping its standard output in a temporary file whose name
- * goes to path; false when it could not run or failed. */
-static bool run_to_file(const char *cmd, char path[64])
-{
-	char buf[8192];
-	FILE *p, *f;
-	int fd, st;
-	size_t n;
-	snprintf(path, 64, "/tmp/thermap-topo-XXXXXX");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return false;
-	f = fdopen(fd, "w");
-	p = popen(cmd, "r");
-	if (!f || !p) {
-		if (p)
-			pclose(p);
-		if (f)
-			fclose(f);
-		unlink(path);
-		return false;
-	}
-	while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-		fwrite(buf, 1, n, f);
-	st = pclose(p);
-	fclose(f);
-	if (st != 0) {
-		unlink(path);
-		return false;
-	}
-	return true;
-}
-
-/* hwloc shows NVLink only through its NVLinkBandwidth distances; a
- * hwloc view without a single NVLink pair may just not have had them. */
-static void mark_nv_unknown(tp_view *v)
-{
-	size_t n = (size_t)v->ngpus;
-	if (!v->link)
-		return;
-	for (size_t k = 0; k < n * n; k++)
-		if (v->link[k] == TM_LINK_NV)
-			return;
-	v->nv_unknown = true;
-}
-
-/* hwloc live, and nvidia-smi when it runs here. */
-static int read_local(tp_view **views, int *nv, tm_error *err)
-{
-	tp_view hw, smi, list;
-	char path[64];
-	int rc;
-
-	if ((rc = tp_read_hwloc(NULL, &hw, err)))
-		return rc;
-	if ((rc = tp_check_view(&hw, err))) {
-		tp_view_free(&hw);
-		return rc;
-	}
-	mark_nv_unknown(&hw);
-	if (run_to_file("nvidia-smi topo -m 2>/dev/null", path)) {
-		rc = tp_read_smi_topo(path, &smi, err);
-		unlink(path);
-		if (!rc && (rc = tp_check_view(&smi, err)))
-			tp_view_free(&smi);
-		if (rc) {
-			tp_view_free(&hw);
-			return rc;
-		}
-		smi.source = "local";
-		free(smi.file);
-		smi.file = xstrdup("nvidia-smi topo -m");
-		if (run_to_file("nvidia-smi --query-gpu=index,uuid,pci.bus_id,"
-		                "name,memory.total --format=csv 2>/dev/null",
-		                path)) {
-			rc = tp_read_gpu_list(path, &list, err);
-			unlink(path);
-			if (!rc && (rc = tp_check_view(&list, err)))
-				tp_view_free(&list);
-			if (rc) {
-				tp_view_free(&hw);
-				tp_view_free(&smi);
-				return rc;
-			}
-			list.source = "local";
-			free(list.file);
-			list.file = xstrdup("nvidia-smi --query-gpu");
-			*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
-			(*views)[(*nv)++] = list;
-		}
-		*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
-		(*views)[(*nv)++] = smi;
-	} else {
-		tp_note(&hw, "nvidia-smi did not run here: link codes other "
-		        "than NVLink come from the PCI tree, and GPU UUIDs are "
-		        "known only where hwloc's NVML backend reports them");
-	}
-	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
-	(*views)[(*nv)++] = hw;
-	return 0;
-}
-
 /* ---- the command --------------------------------------------------------- */
 
 static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
@@ -353,7 +249,7 @@ static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
 	tp_view v;
 	int rc;
 	if (!strcmp(in->kind, "local"))
-		return read_local(views, nv, err);
+		return tp_read_local(views, nv, err);
 	if (!strcmp(in->kind, "smi-topo"))
 		rc = tp_read_smi_topo(in->file, &v, err);
 	else if (!strcmp(in->kind, "gpus"))
@@ -370,7 +266,7 @@ static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
 		return rc;
 	v.source = in->kind;   /* name sources as the options do */
 	if (!strcmp(in->kind, "hwloc"))
-		mark_nv_unknown(&v);
+		tp_mark_nv_unknown(&v);
 	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
 	(*views)[(*nv)++] = v;
 	return 0;

@@ -2,9 +2,10 @@
  * topo.h — what each topology source says about one host (a "view"), and
  * the readers that build views: `nvidia-smi topo -m` text and GPU lists
  * (smi.c), hwloc XML or the live machine (hwloc.c), NCCL topology XML
- * (nccl.c). The helpers every reader builds a view with are view.c's;
- * topo.c, above the readers, joins the views of a host, checks them
- * against each other and writes thermap.cluster/1.
+ * (nccl.c), and this machine through them (local.c). The helpers every
+ * reader builds a view with are view.c's; topo.c, above the readers, joins
+ * the views of a host, checks them against each other and writes
+ * thermap.cluster/1.
  *
  * Readers never print or exit: they fill a view or return an exit code
  * with err set to one line naming the file and the place.
@@ -101,9 +102,19 @@ int tp_read_nccl_text(const char *file, const char *data, size_t len,
 /* The *_text readers read len bytes at data instead of the file, which
  * then only names them in messages (tests and fuzz harnesses). */
 
+/* Reads this machine (local.c): hwloc's live view, and, when nvidia-smi
+ * runs here, its `topo -m` matrix and GPU list, each checked with
+ * tp_check_view and named "local"; appends them to *views (*nv of them,
+ * reallocated). Nothing is appended on an error. */
+int tp_read_local(tp_view **views, int *nv, tm_error *err);
+
 /* view.c: checks a view as every source's must hold (no UUID or PCI bus
  * id twice, NVLink counts within NV1..NV64). */
 int tp_check_view(const tp_view *v, tm_error *err);
+/* view.c: hwloc shows NVLink only through its NVLinkBandwidth distances,
+ * so a view without a single NVLink pair may just not have had them: its
+ * NVLink is marked unknown (nv_unknown). */
+void tp_mark_nv_unknown(tp_view *v);
 
 /* topo.c: joins the views of one host into a thermap.cluster/1 document
  * of that host alone, as `thermap topo` does; *cluster is new text. */

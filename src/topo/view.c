@@ -1,9 +1,10 @@
 /*
  * view.c — what every topology reader builds on: a view's life (init,
  * GPUs, link matrix, notes, free) and the checks every source's view must
- * pass (no UUID or PCI bus id twice, NVLink counts within NV1..NV64).
- * Below the readers (smi.c, hwloc.c, nccl.c) and the join (topo.c); it
- * reads nothing and calls no reader.
+ * pass (no UUID or PCI bus id twice, NVLink counts within NV1..NV64),
+ * and hwloc's uncertain NVLink marked. Below the readers (smi.c, hwloc.c,
+ * nccl.c, local.c) and the join (topo.c); it reads nothing and calls no
+ * reader.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -124,4 +125,17 @@ int tp_check_view(const tp_view *v, tm_error *err)
 			               v->nv[k] == 255 ? 255 : v->nv[k]);
 		}
 	return 0;
+}
+
+/* hwloc shows NVLink only through its NVLinkBandwidth distances; a
+ * hwloc view without a single NVLink pair may just not have had them. */
+void tp_mark_nv_unknown(tp_view *v)
+{
+	size_t n = (size_t)v->ngpus;
+	if (!v->link)
+		return;
+	for (size_t k = 0; k < n * n; k++)
+		if (v->link[k] == TM_LINK_NV)
+			return;
+	v->nv_unknown = true;
 }
