@@ -11,28 +11,64 @@
 
 #include "topo/topo.h"
 
+/* ---- the sources --------------------------------------------------------- */
+
+const tp_source tp_sources[] = {
+	/* `nvidia-smi topo -m`: every link code as the driver sees it, NVLink
+	 * counts, GPU indices and NUMA affinity */
+	{ "smi-topo", tp_read_smi_topo, NULL, TP_TELLS_LINKS, 4, 1 },
+	/* a GPU list: index, UUID, PCI bus id, model and memory; no links */
+	{ "gpus", tp_read_gpu_list, NULL, 0, 0, 1 },
+	/* hwloc XML: GPUs, PCI bus ids, NUMA nodes, PCIe/SMP codes from the
+	 * PCI tree, NVLink only where hwloc saw it */
+	{ "hwloc", tp_read_hwloc, NULL, TP_TELLS_LINKS | TP_NVLINK_UNSURE, 2,
+	  1 },
+	/* an NCCL topology file: PCI bus ids, NVLink counts, NVSwitches */
+	{ "nccl", tp_read_nccl, NULL, TP_TELLS_LINKS, 3, 2 },
+	/* this machine: hwloc, and nvidia-smi when it runs */
+	{ "local", NULL, tp_read_local, TP_TELLS_LINKS, 1, 1 },
+};
+const int tp_nsources = (int)(sizeof tp_sources / sizeof tp_sources[0]);
+
+const tp_source *tp_source_find(const char *name)
+{
+	for (int i = 0; i < tp_nsources; i++)
+		if (!strcmp(tp_sources[i].name, name))
+			return &tp_sources[i];
+	return NULL;
+}
+
+void tp_source_names(strbuf *b, const char *prefix, unsigned tells)
+{
+	int n = 0, k = 0;
+	for (int i = 0; i < tp_nsources; i++)
+		n += (tp_sources[i].tells & tells) == tells;
+	for (int i = 0; i < tp_nsources; i++)
+		if ((tp_sources[i].tells & tells) == tells)
+			sb_addf(b, "%s%s%s", k++ == 0 ? "" : k == n ? " or " : ", ",
+			        prefix, tp_sources[i].name);
+}
+
 /* ---- joining the views of one host ---------------------------------------- */
 
-/* Which source's word counts most, per kind of fact. */
+/* Which source's word counts most, per kind of fact: the links ... */
 static int rank_links(const tp_view *v)
 {
+	const tp_source *s = tp_source_find(v->source);
 	if (!v->link)
 		return 99;
 	if (v->nv_unknown)
 		return 9;
 	if (!v->nv_only)
 		return 0;        /* topo -m: every code as the driver sees it */
-	return strcmp(v->source, "nccl") == 0 ? 2 : 1;
+	return s ? s->nvlink_rank : 1;
 }
 
+/* ... and the GPUs' identities. */
 static int rank_ids(const tp_view *v)
 {
-	static const char *const order[] = { "gpus", "local", "hwloc",
-	                                     "nccl", "smi-topo" };
-	for (int i = 0; i < 5; i++)
-		if (strcmp(v->source, order[i]) == 0)
-			return i;
-	return 9;
+	const tp_source *s = tp_source_find(v->source);
+	return s ? s->id_rank : 9;
 }
 
 /* The GPU of view w that is GPU g of the base view b: by PCI bus id when
@@ -168,10 +204,14 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 		     (!(prefer && !strcmp(v[lsrc].source, prefer)) &&
 		      rank_links(&v[i]) < rank_links(&v[lsrc]))))
 			lsrc = i;
-	if (!rc && lsrc < 0)
+	if (!rc && lsrc < 0) {
+		strbuf names;
+		sb_init(&names);
+		tp_source_names(&names, "--", TP_TELLS_LINKS);
 		rc = tm_fail(err, TM_EINPUT, "host %s: no source gives the links "
-		             "between its GPUs (add --smi-topo, --hwloc, --nccl or "
-		             "--local)", host);
+		             "between its GPUs (add %s)", host, names.s);
+		sb_free(&names);
+	}
 	for (int i = 0; i < nv && !rc; i++) {
 		if (i == lsrc || !v[i].link || v[i].nv_unknown ||
 		    !map_complete(map, i, n))
@@ -246,26 +286,20 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
                     tm_error *err)
 {
+	const tp_source *src = tp_source_find(in->kind);
 	tp_view v;
 	int rc;
-	if (!strcmp(in->kind, "local"))
-		return tp_read_local(views, nv, err);
-	if (!strcmp(in->kind, "smi-topo"))
-		rc = tp_read_smi_topo(in->file, &v, err);
-	else if (!strcmp(in->kind, "gpus"))
-		rc = tp_read_gpu_list(in->file, &v, err);
-	else if (!strcmp(in->kind, "hwloc"))
-		rc = tp_read_hwloc(in->file, &v, err);
-	else if (!strcmp(in->kind, "nccl"))
-		rc = tp_read_nccl(in->file, &v, err);
-	else
+	if (!src)
 		return tm_fail(err, TM_EUSAGE, "unknown source kind %s", in->kind);
+	if (src->read_live)
+		return src->read_live(views, nv, err);
+	rc = src->read(in->file, &v, err);
 	if (!rc && (rc = tp_check_view(&v, err)))
 		tp_view_free(&v);
 	if (rc)
 		return rc;
-	v.source = in->kind;   /* name sources as the options do */
-	if (!strcmp(in->kind, "hwloc"))
+	v.source = src->name;   /* name sources as the options do */
+	if (src->tells & TP_NVLINK_UNSURE)
 		tp_mark_nv_unknown(&v);
 	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
 	(*views)[(*nv)++] = v;
@@ -328,10 +362,12 @@ int tm_topo_build(const tm_topo_input *in, int n, const char *prefer,
 			if (in[i].host) {
 				host = xstrdup(in[i].host);
 			} else {
+				/* the host a source names, else this machine's */
+				const tp_source *src = tp_source_find(in[i].kind);
 				for (int k = 0; k < nv && !host; k++)
 					if (views[k].host)
 						host = xstrdup(views[k].host);
-				if (!host && !strcmp(in[i].kind, "local")) {
+				if (!host && src && src->read_live) {
 					char hn[256] = "";
 					if (gethostname(hn, sizeof hn - 1) == 0 &&
 					    tm_valid_host(hn))

@@ -108,6 +108,41 @@ int tp_read_nccl_text(const char *file, const char *data, size_t len,
  * reallocated). Nothing is appended on an error. */
 int tp_read_local(tp_view **views, int *nv, tm_error *err);
 
+/* ---- the topology sources ---------------------------------------------------
+ * One row per source `thermap topo` reads (topo.c): its name, as the
+ * option --NAME, --prefer NAME and tm_topo_input.kind say it; its reader;
+ * what it can tell, and whose word counts most where sources differ.
+ * Adding a source is a reader and a row. */
+enum tp_tells {
+	TP_TELLS_LINKS = 1 << 0,   /* a link matrix between its GPUs */
+	TP_NVLINK_UNSURE = 1 << 1  /* a matrix without NVLink may only not have
+	                              seen it (hwloc): tp_mark_nv_unknown */
+};
+
+typedef struct tp_source {
+	const char *name;      /* "smi-topo", "gpus", "hwloc", "nccl", "local" */
+	/* reads FILE into one view; NULL for the live machine */
+	int (*read)(const char *file, tp_view *v, tm_error *err);
+	/* reads this machine, appending views (tp_read_local); NULL for the
+	 * sources read from a FILE */
+	int (*read_live)(tp_view **views, int *nv, tm_error *err);
+	unsigned tells;        /* enum tp_tells */
+	int id_rank;           /* the GPU facts of the source of least rank
+	                          are the base the others are checked against */
+	int nvlink_rank;       /* among matrices that know NVLink pairs only
+	                          (nv_only), the one of least rank is used */
+} tp_source;
+
+/* The sources, in the order the command line lists them. */
+extern const tp_source tp_sources[];
+extern const int tp_nsources;
+/* The source named name, or NULL. */
+const tp_source *tp_source_find(const char *name);
+/* Appends the names of the sources that tell all of tells (0: every
+ * source) to b, each after prefix: "--smi-topo, --hwloc, --nccl or
+ * --local" for ("--", TP_TELLS_LINKS). */
+void tp_source_names(strbuf *b, const char *prefix, unsigned tells);
+
 /* view.c: checks a view as every source's must hold (no UUID or PCI bus
  * id twice, NVLink counts within NV1..NV64). */
 int tp_check_view(const tp_view *v, tm_error *err);
