@@ -1,7 +1,8 @@
 /*
- * topo.c — `thermap topo`: reads each input through its reader, joins the
- * views of one host (by PCI bus id), checks them against each other, and
- * writes thermap.cluster/1. It sits above the readers (smi.c, hwloc.c,
+ * topo.c — `thermap topo`: the registry of topology sources (tp_sources),
+ * reading each input through its source's reader, joining the views of one
+ * host (by PCI bus id) step by step, checking them against each other, and
+ * writing thermap.cluster/1. It sits above the readers (smi.c, hwloc.c,
  * nccl.c, local.c) and the view helpers they share (view.c); nothing below
  * calls back into it.
  */
@@ -126,60 +127,90 @@ static bool map_complete(const int *map, int i, int n)
 	return true;
 }
 
-/* Joins the views of one host into cluster JSON (one "nodes" entry). */
-static int join_host(jw *w, const char *host, tp_view *v, int nv,
-                     const char *prefer, tm_error *err)
-{
-	int base = -1, lsrc = -1, n, rc = 0;
-	int *map;   /* map[view * n + g]: GPU of that view, or -1 */
-	char b1[600], b2[600];
+/* The views of one host on their way to one "nodes" entry. */
+typedef struct join {
+	const char *host;
+	tp_view *v;          /* the views, nv of them */
+	int nv;
+	const char *prefer;  /* the source believed where views differ, or NULL */
+	int base;            /* the view whose GPUs are the host's */
+	int n;               /* its GPUs */
+	int *map;            /* map[view * n + g]: that view's GPU g, or -1 */
+	int lsrc;            /* the view whose link matrix is used */
+} join;
 
-	for (int i = 0; i < nv; i++) {
-		if (prefer && strcmp(v[i].source, prefer) == 0 && v[i].ngpus) {
-			base = i;
+/* The base view: the preferred source's, else the one whose GPU facts
+ * count most, among the views that list GPUs. */
+static int pick_base(join *J, tm_error *err)
+{
+	const tp_view *v = J->v;
+	for (int i = 0; i < J->nv; i++) {
+		if (J->prefer && strcmp(v[i].source, J->prefer) == 0 &&
+		    v[i].ngpus) {
+			J->base = i;
 			break;
 		}
-		if (v[i].ngpus && (base < 0 || rank_ids(&v[i]) < rank_ids(&v[base])))
-			base = i;
+		if (v[i].ngpus && (J->base < 0 ||
+		                   rank_ids(&v[i]) < rank_ids(&v[J->base])))
+			J->base = i;
 	}
-	if (base < 0)
+	if (J->base < 0)
 		return tm_fail(err, TM_EINPUT, "host %s: no source lists any GPU",
-		               host);
-	n = v[base].ngpus;
-	map = xmalloc((size_t)(nv * n) * sizeof *map);
-	for (int i = 0; i < nv; i++) {
+		               J->host);
+	J->n = v[J->base].ngpus;
+	return 0;
+}
+
+/* Each view's GPU for each GPU of the base; a view listing another number
+ * of GPUs is a disagreement, and its word is not used. */
+static int map_gpus(join *J, tm_error *err)
+{
+	const tp_view *v = J->v;
+	int n = J->n, rc;
+	char b1[600], b2[600];
+
+	J->map = xmalloc((size_t)(J->nv * n) * sizeof *J->map);
+	for (int i = 0; i < J->nv; i++) {
 		bool drop = false;
 		if (v[i].ngpus && v[i].ngpus != n) {
-			rc = disagree(prefer, err, "host %s: %s lists %d GPUs, %s "
-			              "lists %d", host, vname(&v[base], b1, sizeof b1),
-			              n, vname(&v[i], b2, sizeof b2), v[i].ngpus);
-			if (rc) {
-				free(map);
+			rc = disagree(J->prefer, err, "host %s: %s lists %d GPUs, %s "
+			              "lists %d", J->host,
+			              vname(&v[J->base], b1, sizeof b1), n,
+			              vname(&v[i], b2, sizeof b2), v[i].ngpus);
+			if (rc)
 				return rc;
-			}
 			drop = true;   /* another machine's word: not used */
 		}
 		for (int g = 0; g < n; g++)
-			map[i * n + g] = i == base ? g : drop ? -1
-			                 : match(&v[base], g, &v[i]);
+			J->map[i * n + g] = i == J->base ? g : drop ? -1
+			                    : match(&v[J->base], g, &v[i]);
 	}
-	/* the GPU facts, from the first source that has each, checked
-	 * against the others */
+	return 0;
+}
+
+/* The GPU facts, from the first source that has each, checked against the
+ * others: into the base view's GPUs. */
+static int join_facts(join *J, tm_error *err)
+{
+	tp_view *v = J->v;
+	int n = J->n, rc = 0;
+	char b1[600], b2[600];
+
 	for (int g = 0; g < n && !rc; g++) {
-		tp_gpu *x = &v[base].gpus[g];
-		for (int i = 0; i < nv && !rc; i++) {
+		tp_gpu *x = &v[J->base].gpus[g];
+		for (int i = 0; i < J->nv && !rc; i++) {
 			const tp_gpu *y;
-			if (i == base || map[i * n + g] < 0)
+			if (i == J->base || J->map[i * n + g] < 0)
 				continue;
-			y = &v[i].gpus[map[i * n + g]];
+			y = &v[i].gpus[J->map[i * n + g]];
 			if (str_differs(x->uuid, y->uuid) ||
 			    str_differs(x->pci, y->pci) ||
 			    (x->index >= 0 && y->index >= 0 && x->index != y->index))
-				rc = disagree(prefer, err, "host %s: GPU %d is %s %s "
-				              "in %s but %s %s in %s", host, g,
+				rc = disagree(J->prefer, err, "host %s: GPU %d is %s %s "
+				              "in %s but %s %s in %s", J->host, g,
 				              x->pci ? x->pci : "?",
 				              x->uuid ? x->uuid : "",
-				              vname(&v[base], b1, sizeof b1),
+				              vname(&v[J->base], b1, sizeof b1),
 				              y->pci ? y->pci : "?",
 				              y->uuid ? y->uuid : "",
 				              vname(&v[i], b2, sizeof b2));
@@ -197,22 +228,44 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 				x->numa = y->numa;
 		}
 	}
-	/* links: the most complete source; NVLink checked against the rest */
-	for (int i = 0; i < nv; i++)
-		if (v[i].link && map_complete(map, i, n) &&
-		    (lsrc < 0 || (prefer && !strcmp(v[i].source, prefer)) ||
-		     (!(prefer && !strcmp(v[lsrc].source, prefer)) &&
-		      rank_links(&v[i]) < rank_links(&v[lsrc]))))
-			lsrc = i;
-	if (!rc && lsrc < 0) {
-		strbuf names;
-		sb_init(&names);
-		tp_source_names(&names, "--", TP_TELLS_LINKS);
-		rc = tm_fail(err, TM_EINPUT, "host %s: no source gives the links "
-		             "between its GPUs (add %s)", host, names.s);
-		sb_free(&names);
-	}
-	for (int i = 0; i < nv && !rc; i++) {
+	return rc;
+}
+
+/* The links: the preferred source's, else the most complete, among the
+ * views that have a GPU for every GPU. */
+static int pick_links(join *J, tm_error *err)
+{
+	const tp_view *v = J->v;
+	const char *prefer = J->prefer;
+	int rc;
+	strbuf names;
+
+	for (int i = 0; i < J->nv; i++)
+		if (v[i].link && map_complete(J->map, i, J->n) &&
+		    (J->lsrc < 0 || (prefer && !strcmp(v[i].source, prefer)) ||
+		     (!(prefer && !strcmp(v[J->lsrc].source, prefer)) &&
+		      rank_links(&v[i]) < rank_links(&v[J->lsrc]))))
+			J->lsrc = i;
+	if (J->lsrc >= 0)
+		return 0;
+	sb_init(&names);
+	tp_source_names(&names, "--", TP_TELLS_LINKS);
+	rc = tm_fail(err, TM_EINPUT, "host %s: no source gives the links "
+	             "between its GPUs (add %s)", J->host, names.s);
+	sb_free(&names);
+	return rc;
+}
+
+/* The NVLink counts of the chosen links, checked against every other
+ * complete matrix that can tell NVLink. */
+static int check_nvlink(const join *J, tm_error *err)
+{
+	const tp_view *v = J->v, *L = &v[J->lsrc];
+	const int *map = J->map;
+	int n = J->n, lsrc = J->lsrc, rc = 0;
+	char b1[600], b2[600];
+
+	for (int i = 0; i < J->nv && !rc; i++) {
 		if (i == lsrc || !v[i].link || v[i].nv_unknown ||
 		    !map_complete(map, i, n))
 			continue;
@@ -220,64 +273,85 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 			for (int c = a + 1; c < n && !rc; c++) {
 				int la = map[lsrc * n + a], lc = map[lsrc * n + c];
 				int ia = map[i * n + a], ic = map[i * n + c];
-				int n1 = v[lsrc].link[la * v[lsrc].ngpus + lc] ==
-				         TM_LINK_NV ? v[lsrc].nv[la * v[lsrc].ngpus + lc] : 0;
+				int n1 = L->link[la * L->ngpus + lc] == TM_LINK_NV
+				         ? L->nv[la * L->ngpus + lc] : 0;
 				int n2 = v[i].link[ia * v[i].ngpus + ic] == TM_LINK_NV
 				         ? v[i].nv[ia * v[i].ngpus + ic] : 0;
 				if (n1 != n2)
-					rc = disagree(prefer, err, "host %s: GPUs %d and "
+					rc = disagree(J->prefer, err, "host %s: GPUs %d and "
 					              "%d: %d NVLinks in %s, %d in %s",
-					              host, a, c, n1,
-					              vname(&v[lsrc], b1, sizeof b1), n2,
+					              J->host, a, c, n1,
+					              vname(L, b1, sizeof b1), n2,
 					              vname(&v[i], b2, sizeof b2));
 			}
 	}
-	if (!rc) {
-		tp_view *L = &v[lsrc];
-		jw_obj(w, NULL, false);
-		jw_str(w, "host", host);
-		jw_arr(w, "gpus", false);
-		for (int g = 0; g < n; g++) {
-			const tp_gpu *x = &v[base].gpus[g];
-			jw_obj(w, NULL, true);
-			jw_int(w, "index", x->index >= 0 ? x->index : g);
-			if (x->uuid)
-				jw_str(w, "uuid", x->uuid);
-			else
-				jw_null(w, "uuid");
-			if (x->pci)
-				jw_str(w, "pci_bus_id", x->pci);
-			else
-				jw_null(w, "pci_bus_id");
-			if (x->model)  /* jw_str writes any bytes as valid JSON */
-				jw_str(w, "model", x->model);
-			else
-				jw_null(w, "model");
-			jw_num(w, "memory_gib", x->memory_gib, 0);
-			jw_end_obj(w);
-		}
-		jw_end_arr(w);
-		jw_arr(w, "links", false);
-		for (int a = 0; a < n; a++) {
-			jw_arr(w, NULL, true);
-			for (int c = 0; c < n; c++) {
-				char nb[16];
-				int la = map[lsrc * n + a], lc = map[lsrc * n + c];
-				size_t k = (size_t)la * (size_t)L->ngpus + (size_t)lc;
-				jw_str(w, NULL, tm_link_name(L->link[k], L->nv[k], nb));
-			}
-			jw_end_arr(w);
-		}
-		jw_end_arr(w);
-		jw_null(w, "link_gb_per_s");
-		jw_null(w, "net_gb_per_s");
-		jw_null(w, "net_group");
+	return rc;
+}
+
+/* The host's "nodes" entry: the base view's GPUs, the chosen links. */
+static void write_node(const join *J, jw *w)
+{
+	const tp_view *L = &J->v[J->lsrc];
+	int n = J->n;
+
+	jw_obj(w, NULL, false);
+	jw_str(w, "host", J->host);
+	jw_arr(w, "gpus", false);
+	for (int g = 0; g < n; g++) {
+		const tp_gpu *x = &J->v[J->base].gpus[g];
+		jw_obj(w, NULL, true);
+		jw_int(w, "index", x->index >= 0 ? x->index : g);
+		if (x->uuid)
+			jw_str(w, "uuid", x->uuid);
+		else
+			jw_null(w, "uuid");
+		if (x->pci)
+			jw_str(w, "pci_bus_id", x->pci);
+		else
+			jw_null(w, "pci_bus_id");
+		if (x->model)  /* jw_str writes any bytes as valid JSON */
+			jw_str(w, "model", x->model);
+		else
+			jw_null(w, "model");
+		jw_num(w, "memory_gib", x->memory_gib, 0);
 		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_arr(w, "links", false);
+	for (int a = 0; a < n; a++) {
+		jw_arr(w, NULL, true);
+		for (int c = 0; c < n; c++) {
+			char nb[16];
+			int la = J->map[J->lsrc * n + a], lc = J->map[J->lsrc * n + c];
+			size_t k = (size_t)la * (size_t)L->ngpus + (size_t)lc;
+			jw_str(w, NULL, tm_link_name(L->link[k], L->nv[k], nb));
+		}
+		jw_end_arr(w);
+	}
+	jw_end_arr(w);
+	jw_null(w, "link_gb_per_s");
+	jw_null(w, "net_gb_per_s");
+	jw_null(w, "net_group");
+	jw_end_obj(w);
+}
+
+/* Joins the views of one host into cluster JSON (one "nodes" entry), and
+ * passes on what the sources could not tell. */
+static int join_host(jw *w, const char *host, tp_view *v, int nv,
+                     const char *prefer, tm_error *err)
+{
+	join J = { host, v, nv, prefer, -1, 0, NULL, -1 };
+	int rc;
+
+	if (!(rc = pick_base(&J, err)) && !(rc = map_gpus(&J, err)) &&
+	    !(rc = join_facts(&J, err)) && !(rc = pick_links(&J, err)) &&
+	    !(rc = check_nvlink(&J, err))) {
+		write_node(&J, w);
 		for (int i = 0; i < nv; i++)
 			for (int k = 0; k < v[i].nnotes; k++)
 				tm_warn("host %s: %s", host, v[i].notes[k]);
 	}
-	free(map);
+	free(J.map);
 	return rc;
 }
 
