@@ -4,11 +4,12 @@
  * (greedy.c), brute force (brute.c; every placement torchrun can express,
  * the test oracle), the host decomposition (host.c) or the integer program
  * (ilp.c) — and ends each in the same evaluation, so their numbers are
- * comparable. The placement and solution objects live here too.
+ * comparable. The placement, solution and run objects live here too, and
+ * tm_run_job, one job's problem solved into a run.
  *
- * tm_run_policy runs a policy end to end: the layers per stage when the
- * policy changes them (rebalance.c), the placement, and the evidence rule
- * that may keep torchrun's placement (model/decide.c).
+ * Running a policy end to end (its layers, then tm_solve, then the
+ * evidence rule) is run.c's tm_run_policy: above this file and
+ * rebalance.c, whose layer policies solve each job they try here.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,7 @@ out:
 	return rc;
 }
 
-/* ---- running a policy end to end ------------------------------------------- */
+/* ---- one job solved into a run ------------------------------------------- */
 
 void tm_run_free(tm_run *run)
 {
@@ -236,58 +237,5 @@ int tm_run_job(const tm_cluster *c, const tm_profile *p, tm_job *owned,
 	                         &run->pb, err)) ||
 	    (rc = tm_solve(run->pb, &run->sol, err)))
 		return rc;
-	return 0;
-}
-
-/* The layers first (rebalance_layers chooses them with the placement;
- * alternating shifts one layer per pair of chunks), then the placement
- * (tm_solve), then the evidence rule (tm_decide) when the job kept its
- * layers; a relayered job is compared with torchrun's placement of the
- * job as given. */
-int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
-                  const tm_policy *pol, bool allow, tm_run *run,
-                  tm_error *err)
-{
-	tm_problem *pb0 = NULL;
-	int *flat, rc;
-
-	memset(run, 0, sizeof *run);
-	if ((pol->rebalance || pol->method == TM_METHOD_ALTERNATING) &&
-	    !job->by_layers)
-		return tm_fail(err, TM_EINPUT, "%s: policy %s changes the layers "
-		               "per stage; expected every stage of %s given by "
-		               "layers (layers, layer_fwd_ms, layer_bwd_ms)",
-		               pol->file, pol->name, job->file);
-	if (pol->rebalance)
-		rc = tm_rebalance(c, p, job, pol, allow, run, err);
-	else if (pol->method == TM_METHOD_ALTERNATING) {
-		int *n = xmalloc(sizeof(int) * (size_t)job->nstages);
-		tm_alternating_layers(job, pol->min_layers, n);
-		rc = tm_run_job(c, p, tm_job_relayer(job, n), job, pol, allow, run,
-		                err);
-		free(n);
-	} else
-		rc = tm_run_job(c, p, NULL, job, pol, allow, run, err);
-	if (rc) {
-		tm_run_free(run);
-		return rc;
-	}
-	if (!run->job) {
-		tm_decide(run->pb, &run->sol);
-		return 0;
-	}
-	run->layers = xmalloc(sizeof(int) * (size_t)job->nstages);
-	for (int i = 0; i < job->nstages; i++)
-		run->layers[i] = run->job->stages[i].layers;
-	/* the baseline stays torchrun's placement of the job as given */
-	if ((rc = tm_problem_new(c, p, job, pol, allow, &pb0, err))) {
-		tm_run_free(run);
-		return rc;
-	}
-	flat = xmalloc(sizeof(int) * (size_t)pb0->nranks);
-	tm_identity(pb0, flat);
-	tm_eval_flat(pb0, flat, 0, &run->sol.baseline);
-	free(flat);
-	tm_problem_free(pb0);
 	return 0;
 }

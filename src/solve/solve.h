@@ -1,9 +1,11 @@
 /*
- * solve.h — the solvers behind tm_solve (solve.c, the dispatcher) and
- * tm_run_policy: greedy and coolest-first (greedy.c), brute force
- * (brute.c), the integer program (ilp.c, the only files with GLPK: ilp.c
- * and rebalance.c), the host decomposition (host.c) and the layer
- * rebalancing of `rebalance` (rebalance.c).
+ * solve.h — running a policy end to end (tm_run_policy, run.c), the layer
+ * policies it may run first (rebalance.c), the dispatcher tm_solve and the
+ * placement, solution and run objects (solve.c), and the methods behind
+ * tm_solve: greedy and coolest-first (greedy.c), brute force (brute.c),
+ * the host decomposition (host.c) and the integer program (ilp.c). Calls
+ * run down that list: run.c over rebalance.c over solve.c over the
+ * methods. GLPK is included by ilp.c and rebalance.c alone.
  *
  * Layer: above model.
  */
