@@ -1,7 +1,8 @@
 /*
  * model.h — the placement problem in flat arrays (problem.c), what a
  * placement costs and how hot it runs (model.c), lower bounds (bound.c),
- * the event-level simulator (sim.c) and the evidence rule (decide.c):
+ * the event-level simulator (sim.c) and the evidence the evidence rule
+ * weighs (decide.c):
  * docs/model.md.
  *
  * Layer: above format and base. No files, no jansson, no GLPK.
@@ -137,7 +138,8 @@ double tm_wear_of(double t);
 double tm_crit_bound(const tm_problem *pb, int crit, double best);
 
 
-/* decide.c: the evidence rule (docs/model.md, section 16) */
+/* decide.c: the evidence the evidence rule weighs (docs/model.md, section
+ * 16; the rule is tm_decide, solve/run.c) */
 /* A temperature prediction's standard uncertainty on GPU g at busy
  * fraction busy (°C). */
 double tm_temp_sd(const tm_problem *pb, int g, double busy);
@@ -146,16 +148,14 @@ void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
                 tm_gain *g);
 /* A loss on time or peak that its uncertainty does not cover. */
 bool tm_gain_lost(const tm_gain *g);
+/* A gain in time or in a temperature beyond its uncertainty and at least
+ * the least gain mg asks for. */
+bool tm_gain_won(const tm_gain *g, const tm_min_gain *mg);
 /* At rate °C of peak per 1 % of time (NAN: none), is what g wins worth
  * what it loses, each at the unfavourable end of its uncertainty? */
 bool tm_gain_worth(const tm_gain *g, double rate);
 /* "1.86 ± 0.50 % faster, peak 3.8 ± 1.7 °C hotter, wear as if …" */
 void tm_gain_text(const tm_gain *g, strbuf *b);
-/* Weighs the solver's placement in sol against the problem's reference
- * (torchrun's placement) and fills sol->rule; when the rule keeps the
- * reference, or a placement without losses replaces a trade, sol's
- * placement and evaluation become that one. */
-void tm_decide(const tm_problem *pb, tm_solution *sol);
 
 
 /* sim.c: the event-level simulator (docs/model.md, section 14). Per rank

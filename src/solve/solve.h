@@ -50,6 +50,13 @@ int tm_run_job(const tm_cluster *c, const tm_profile *p, tm_job *owned,
                const tm_job *job, const tm_policy *pol, bool allow,
                tm_run *run, tm_error *err);
 
+/* run.c: the evidence rule (docs/model.md, section 16). Weighs the
+ * solver's placement in sol against the problem's reference (torchrun's
+ * placement) and fills sol->rule; when the rule keeps the reference, or a
+ * placement without losses replaces a trade, sol's placement and
+ * evaluation become that one. */
+void tm_decide(const tm_problem *pb, tm_solution *sol);
+
 /* rebalance.c: the layers of "alternating" into n (per chunk), and
  * rebalance_layers: placement and layers in turn, the best run into out */
 void tm_alternating_layers(const tm_job *j, int min_layers, int *n);
