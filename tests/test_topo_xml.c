@@ -6,8 +6,9 @@
  * exact one-line error. Small synthetic files (written to a temporary
  * directory) cover what no sample has: NVSwitch matrices in hwloc, hwloc's
  * older NVLink unit, GPU-to-GPU NVLink in a complete NCCL file, and each
- * way the XML scanner rejects a file. In expected messages and notes,
- * FILE stands for the file name.
+ * way the XML scanner rejects a file. The registry of sources, which
+ * reads them for `thermap topo`, is checked row by row. In expected
+ * messages and notes, FILE stands for the file name.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -591,6 +592,48 @@ static void test_hwloc_live(void **state)
 	tp_view_free(&v);
 }
 
+/* ---- the registry of sources --------------------------------------------- */
+
+/* Every source is found by its name and has exactly one reader; the live
+ * machine is the one without a file; the lists the messages give come
+ * from the rows in order; an unknown kind is refused by the entry point. */
+static void test_sources(void **state)
+{
+	strbuf b;
+	tm_error e = { 0, "" };
+	tm_topo_input in = { "a", "smi", "x" };
+	char *cl = NULL;
+	int live = 0;
+	(void)state;
+	assert_int_equal(tp_nsources, 5);
+	for (int i = 0; i < tp_nsources; i++) {
+		const tp_source *s = &tp_sources[i];
+		assert_ptr_equal(tp_source_find(s->name), s);
+		assert_true(!s->read != !s->read_live);
+		live += s->read_live != NULL;
+	}
+	assert_int_equal(live, 1);
+	assert_non_null(tp_source_find("local")->read_live);
+	assert_null(tp_source_find("smi"));
+	assert_true(tp_source_find("hwloc")->tells & TP_NVLINK_UNSURE);
+	assert_false(tp_source_find("gpus")->tells & TP_TELLS_LINKS);
+	sb_init(&b);
+	tp_source_names(&b, "", 0);
+	assert_string_equal(b.s, "smi-topo, gpus, hwloc, nccl or local");
+	sb_free(&b);
+	sb_init(&b);
+	tp_source_names(&b, "--", TP_TELLS_LINKS);
+	assert_string_equal(b.s, "--smi-topo, --hwloc, --nccl or --local");
+	sb_free(&b);
+	sb_init(&b);
+	tp_source_names(&b, "--", TP_NVLINK_UNSURE);
+	assert_string_equal(b.s, "--hwloc");
+	sb_free(&b);
+	assert_int_equal(tm_topo_build(&in, 1, NULL, &cl, &e), TM_EUSAGE);
+	assert_string_equal(e.msg, "unknown source kind smi");
+	assert_null(cl);
+}
+
 /* ---- NCCL: public samples ----------------------------------------------- */
 
 /* IBM Cloud gx3d H100x8 dump: each GPU has 5+5+4+4 links to four
@@ -997,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(test_hwloc_rejects),
 		cmocka_unit_test(test_hwloc_crash_and_duplicates),
 		cmocka_unit_test(test_hwloc_live),
+		cmocka_unit_test(test_sources),
 		cmocka_unit_test(test_nccl_ibm_h100),
 		cmocka_unit_test(test_nccl_ncv4),
 		cmocka_unit_test(test_nccl_pci_only),
