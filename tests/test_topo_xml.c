@@ -135,7 +135,7 @@ static void expect_view(reader rd, const want *w)
 	if (rc)
 		fail_msg("%s: rc %d: %s", w->file, rc, e.msg);
 	check_view(&v, w);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static void expect_error(reader rd, const char *file, const char *msg)
@@ -153,7 +153,7 @@ static void expect_error(reader rd, const char *file, const char *msg)
 	assert_null(v.link);
 	assert_null(v.file);
 	assert_int_equal(v.nnotes, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* Writes len bytes to dir/name; returns the path (static buffer). */
@@ -212,7 +212,7 @@ static void test_hwloc_power8(void **state)
 			}
 		assert_int_equal(bonds, 4);
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* The same machine written by hwloc 3 (topology version 3.0): libhwloc 2.9
@@ -323,7 +323,7 @@ static void test_hwloc_h200(void **state)
 		assert_string_equal(c->nodes[0].gpus[i].pci_bus_id, v.gpus[i].pci);
 		assert_true(isnan(v.gpus[i].memory_gib));
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	tm_cluster_free(c);
 }
 
@@ -547,7 +547,7 @@ static void test_hwloc_crash_and_duplicates(void **state)
 	assert_non_null(strstr(e.msg, "): malformed hwloc XML"));
 	assert_null(strchr(e.msg, '\n'));
 	assert_int_equal(v.ngpus, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 
 	f = edited("dup.xml", HW "mpibind-coral-lassen.xml",
 	           "GPU-c6f92517-d6ad-e039-6cbf-fc1d05507a3c",
@@ -559,7 +559,7 @@ static void test_hwloc_crash_and_duplicates(void **state)
 	      "GPU-04732404-7fc3-5ae6-cddd-c879b3a379bb; a UUID names one GPU",
 	      f);
 	assert_string_equal(e.msg, msg);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	{
 		/* and through the command's entry point */
 		tm_topo_input in = { "a", "hwloc", f };
@@ -589,7 +589,7 @@ static void test_hwloc_live(void **state)
 		for (int i = 0; i < v.ngpus; i++)
 			assert_int_equal(v.link[i * v.ngpus + i], TM_LINK_X);
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* ---- the registry of sources --------------------------------------------- */
@@ -665,7 +665,7 @@ static void test_nccl_ibm_h100(void **state)
 	assert_string_equal(v.file, w.file);
 	assert_null(v.gpus[0].uuid);
 	assert_true(isnan(v.gpus[0].memory_gib));
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* Azure NC A100 v4: one GPU per NUMA node, and each GPU's <nvlink> names
@@ -863,7 +863,7 @@ static void test_nccl_fuzz_findings(void **state)
 	subst(msg, sizeof msg, "FILE: GPU 0 and GPU 1 are joined by 128 "
 	      "NVLinks; expected 1 to 64 (NV1 ... NV64)", f);
 	assert_string_equal(e.msg, msg);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	expect_error(tp_read_nccl, write_tmp("brk.xml", brk, sizeof brk - 1),
 	             "FILE:2: <pci> busid \"0000:10:1c.0.\\n-\" is not a PCI "
 	             "bus id");
@@ -1000,7 +1000,7 @@ static void test_nccl_other_vendor(void **state)
 	assert_int_equal(v.nnotes, 3);
 	snprintf(note, sizeof note, "%s: 1 non-NVIDIA GPU ignored", f);
 	assert_string_equal(v.notes[1], note);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static int setup(void **state)

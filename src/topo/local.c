@@ -54,7 +54,7 @@ int tp_read_local(tp_view **views, int *nv, tm_error *err)
 	if ((rc = tp_read_hwloc(NULL, &hw, err)))
 		return rc;
 	if ((rc = tp_check_view(&hw, err))) {
-		tp_view_free(&hw);
+		tp_view_clear(&hw);
 		return rc;
 	}
 	tp_mark_nv_unknown(&hw);
@@ -62,9 +62,9 @@ int tp_read_local(tp_view **views, int *nv, tm_error *err)
 		rc = tp_read_smi_topo(path, &smi, err);
 		unlink(path);
 		if (!rc && (rc = tp_check_view(&smi, err)))
-			tp_view_free(&smi);
+			tp_view_clear(&smi);
 		if (rc) {
-			tp_view_free(&hw);
+			tp_view_clear(&hw);
 			return rc;
 		}
 		smi.source = "local";
@@ -76,10 +76,10 @@ int tp_read_local(tp_view **views, int *nv, tm_error *err)
 			rc = tp_read_gpu_list(path, &list, err);
 			unlink(path);
 			if (!rc && (rc = tp_check_view(&list, err)))
-				tp_view_free(&list);
+				tp_view_clear(&list);
 			if (rc) {
-				tp_view_free(&hw);
-				tp_view_free(&smi);
+				tp_view_clear(&hw);
+				tp_view_clear(&smi);
 				return rc;
 			}
 			list.source = "local";

@@ -369,7 +369,7 @@ static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
 		return src->read_live(views, nv, err);
 	rc = src->read(in->file, &v, err);
 	if (!rc && (rc = tp_check_view(&v, err)))
-		tp_view_free(&v);
+		tp_view_clear(&v);
 	if (rc)
 		return rc;
 	v.source = src->name;   /* name sources as the options do */
@@ -466,7 +466,7 @@ int tm_topo_build(const tm_topo_input *in, int n, const char *prefer,
 		}
 		free(host);
 		for (int k = 0; k < nv; k++)
-			tp_view_free(&views[k]);
+			tp_view_clear(&views[k]);
 		free(views);
 		i = j;
 	}

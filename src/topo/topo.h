@@ -56,10 +56,10 @@ typedef struct tp_view {
 	int ignored;
 } tp_view;
 
-/* view.c: a view's life. tp_view_free releases what v holds (v itself is
+/* view.c: a view's life. tp_view_clear releases what v holds (v itself is
  * the caller's) and leaves it empty. */
 void tp_view_init(tp_view *v, const char *source, const char *file);
-void tp_view_free(tp_view *v);
+void tp_view_clear(tp_view *v);
 /* Appends a GPU (all fields unknown) and returns it. */
 tp_gpu *tp_add_gpu(tp_view *v);
 /* Allocates the link matrices for v->ngpus GPUs, all SYS, diagonal X. */

@@ -1,6 +1,6 @@
 /*
  * view.c — what every topology reader builds on: a view's life (init,
- * GPUs, link matrix, notes, free) and the checks every source's view must
+ * GPUs, link matrix, notes, clear) and the checks every source's view must
  * pass (no UUID or PCI bus id twice, NVLink counts within NV1..NV64),
  * and hwloc's uncertain NVLink marked. Below the readers (smi.c, hwloc.c,
  * nccl.c, local.c) and the join (topo.c); it reads nothing and calls no
@@ -18,7 +18,7 @@ void tp_view_init(tp_view *v, const char *source, const char *file)
 	v->file = file ? xstrdup(file) : NULL;
 }
 
-void tp_view_free(tp_view *v)
+void tp_view_clear(tp_view *v)
 {
 	for (int i = 0; i < v->ngpus; i++) {
 		free(v->gpus[i].uuid);
