@@ -96,7 +96,7 @@ static double stage_temp(const tm_problem *pb, int s, int g, const void *ctx)
 	busy = pb->job->microbatches * pb->work[s] * pb->derate[g] / t_ref;
 	if (busy > 1)
 		busy = 1;
-	return pb->t_wait[g] + busy * pb->t_slope[g];
+	return tm_gpu_temp(pb, g, busy);
 }
 
 /* The fastest a hop of act_mib can be between two GPUs of one usable host

@@ -102,7 +102,18 @@ double tm_allreduce_ms(const tm_problem *pb, const int *flat)
 /* ---- each GPU's busy fraction, temperature and power ------------------------
  * A GPU runs at its waiting level plus its slope times the share of the
  * iteration it computes for its rank; the coefficients per GPU come from
- * the profile (problem.c). */
+ * the profile (problem.c). tm_gpu_temp and tm_gpu_power are the one place
+ * that says so: the bounds, the simulator and the heuristics ask them. */
+
+double tm_gpu_temp(const tm_problem *pb, int g, double busy)
+{
+	return pb->t_wait[g] + busy * pb->t_slope[g];
+}
+
+double tm_gpu_power(const tm_problem *pb, int g, double busy)
+{
+	return pb->p_wait[g] + busy * pb->p_slope[g];
+}
 
 /* The fraction of the iteration the GPU spends computing for its rank. */
 double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
@@ -114,12 +125,12 @@ double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
 
 double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter)
 {
-	return pb->t_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->t_slope[g];
+	return tm_gpu_temp(pb, g, tm_rank_busy(pb, rank, g, t_iter));
 }
 
 double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
 {
-	return pb->p_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->p_slope[g];
+	return tm_gpu_power(pb, g, tm_rank_busy(pb, rank, g, t_iter));
 }
 
 /* ---- the evaluation of a placement --------------------------------------- */

@@ -106,6 +106,11 @@ int tm_problem_clone(const tm_problem *pb, const tm_policy *pol,
 
 
 /* model.c: the prediction model of docs/model.md */
+/* GPU g's temperature (°C) and power (W; NAN when the profile has none)
+ * at busy fraction busy (1: computing all the time): docs/model.md,
+ * section 3. */
+double tm_gpu_temp(const tm_problem *pb, int g, double busy);
+double tm_gpu_power(const tm_problem *pb, int g, double busy);
 /* Rank rank on GPU g in an iteration of t_iter ms: the share of it the GPU
  * computes (at most 1), its temperature (°C) and its power (W; NAN when
  * the profile has none). */

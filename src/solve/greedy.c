@@ -46,8 +46,7 @@ static int cmp_gpu(const void *a, const void *b, void *ctx)
 {
 	int g = *(const int *)a, h = *(const int *)b;
 	const tm_problem *pb = ctx;
-	double x = pb->t_wait[g] + pb->t_slope[g];
-	double y = pb->t_wait[h] + pb->t_slope[h];
+	double x = tm_gpu_temp(pb, g, 1), y = tm_gpu_temp(pb, h, 1);
 	if (pb->derate[g] != pb->derate[h])
 		return pb->derate[g] < pb->derate[h] ? -1 : 1;
 	if (x != y)
@@ -201,7 +200,7 @@ void tm_solve_coolest(const tm_problem *pb, int *flat)
 
 	tm_identity(pb, flat);
 	for (int g = 0; g < pb->ngpu; g++)
-		cool[g] = -(pb->t_wait[g] + pb->t_slope[g]);
+		cool[g] = -tm_gpu_temp(pb, g, 1);
 	for (int r = 0; r < pb->nranks; r++)
 		key[r] = pb->work[pb->rank_stage[r]];
 	for (int n = 0; n < pb->nnodes; n++) {
@@ -522,7 +521,7 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 		int ng = pb->c->nodes[h].ngpus, size = pb->nmember, nslot;
 		double *d = xmalloc(sizeof(double) * (size_t)ng), slow = 0;
 		for (int g = first; g < first + ng; g++)
-			hkey[h] -= pb->t_wait[g] + pb->t_slope[g];
+			hkey[h] -= tm_gpu_temp(pb, g, 1);
 		/* speed as instances of tp·cp ranks see it */
 		if (size < 1 || size > ng)
 			size = 1;
