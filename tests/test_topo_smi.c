@@ -105,7 +105,7 @@ static void reject(reader rd, const char *text, size_t len, const char *want)
 	assert_int_equal(v.ngpus, 0);
 	assert_null(v.gpus);
 	assert_null(v.link);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static void reject_topo(const char *text, const char *want)
@@ -248,7 +248,7 @@ static void check_topo_case(const char *path, const topo_case *c)
 		assert_int_equal(rc, TM_EINPUT);
 		expect_msg(&err, path, c->error);
 		assert_int_equal(v.ngpus, 0);
-		tp_view_free(&v);
+		tp_view_clear(&v);
 		return;
 	}
 	if (rc)
@@ -284,7 +284,7 @@ static void check_topo_case(const char *path, const topo_case *c)
 				         i, k, b, want);
 		}
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* Every file of the public directory (and its from-issues) is in the
@@ -374,7 +374,7 @@ static void dgx1(void **state)
 	snprintf(note, sizeof note, "%s: no NUMA Affinity column; NUMA nodes "
 	         "unknown", f);
 	assert_string_equal(v.notes[0], note);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* The recorded H200 host: underlined header, all pairs NV18, NUMA 0. */
@@ -394,7 +394,7 @@ static void h200(void **state)
 		}
 	}
 	assert_int_equal(v.nnotes, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* topo -m inside the nvidia_gpu_exporter captures, among other output:
@@ -420,7 +420,7 @@ static void captures(void **state)
 		assert_int_equal(v.link[0], TM_LINK_X);
 		assert_int_equal(v.gpus[0].numa, ok[i].numa);
 		assert_int_equal(v.nnotes, ok[i].numa < 0);
-		tp_view_free(&v);
+		tp_view_clear(&v);
 	}
 	snprintf(f, sizeof f, "%s/%s", CAPTURES,
 	         "windows-x86_64__nvidia-geforce-rtx-2080-super__591.86.txt");
@@ -428,7 +428,7 @@ static void captures(void **state)
 	expect_msg(&err, f, "FILE: no GPU matrix: expected a header row "
 	           "\"GPU0 GPU1 ...\" of `nvidia-smi topo -m` output, found "
 	           "none");
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* A sample with CRLF line ends, no-break spaces and the old SOC code
@@ -451,7 +451,7 @@ static void variants(void **state)
 	assert_string_equal(cell(&v, 2, 0, b), "SYS");
 	assert_string_equal(cell(&v, 1, 2, b), "SYS");
 	assert_int_equal(v.gpus[2].numa, 1);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* Every code, read back by its name. */
@@ -486,7 +486,7 @@ static void all_codes(void **state)
 	assert_int_equal(v.link[0 * 6 + 2], TM_LINK_PXB);
 	assert_int_equal(v.link[0 * 6 + 4], TM_LINK_NODE);
 	assert_int_equal(v.nv[1 * 6 + 3], 64);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* ---- malformed matrices ------------------------------------------------- */
@@ -621,11 +621,11 @@ static void missing_file(void **state)
 	(void)state;
 	assert_int_equal(tp_read_smi_topo(f, &v, &err), TM_EINPUT);
 	expect_msg(&err, f, "FILE: cannot open: No such file or directory");
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	memset(&err, 0, sizeof err);
 	assert_int_equal(tp_read_gpu_list(f, &v, &err), TM_EINPUT);
 	expect_msg(&err, f, "FILE: cannot open: No such file or directory");
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* ---- GPU lists ---------------------------------------------------------- */
@@ -687,7 +687,7 @@ static void list_L(void **state)
 	for (int i = 0; i < 4; i++)
 		expect_gpu(&v.gpus[i], i, h200_uuid[i], NULL, "NVIDIA H200", NAN);
 	assert_int_equal(v.nnotes, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 
 	read_list(LIST_DIR "/h100-mig_L.txt", &v);
 	assert_int_equal(v.ngpus, 1);
@@ -696,7 +696,7 @@ static void list_L(void **state)
 	snprintf(note, sizeof note, "%s: GPU 0: 4 MIG devices read past; "
 	         "thermap places whole GPUs", LIST_DIR "/h100-mig_L.txt");
 	assert_string_equal(v.notes[0], note);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static void list_q(void **state)
@@ -711,7 +711,7 @@ static void list_q(void **state)
 		expect_gpu(&v.gpus[i], i, h200_uuid[i], h200_pci[i],
 		           "NVIDIA H200", 140);
 	assert_int_equal(v.nnotes, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 
 	/* the MIG devices' Shared FB Memory Usage is not the GPU's:
 	 * 81559 MiB -> 80 GiB */
@@ -723,7 +723,7 @@ static void list_q(void **state)
 	snprintf(note, sizeof note, "%s:19: GPU 0 has MIG enabled; thermap "
 	         "places whole GPUs", LIST_DIR "/h100-mig_q.txt");
 	assert_string_equal(v.notes[0], note);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static void list_csv(void **state)
@@ -735,13 +735,13 @@ static void list_csv(void **state)
 	expect_gpu(&v.gpus[0], 0, MASKED, "0000:00:09.0",
 	           "NVIDIA H100 80GB HBM3", 80);
 	assert_int_equal(v.nnotes, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 
 	/* 212 columns; the five are among them */
 	read_list(LIST_DIR "/h200_query-gpu-all.csv", &v);
 	assert_int_equal(v.ngpus, 1);
 	expect_gpu(&v.gpus[0], 0, MASKED, "0000:83:00.0", "NVIDIA H200", 140);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* The same GPUs in every spelling nvidia-smi has: units in the header
@@ -794,7 +794,7 @@ static void csv_spellings(void **state)
 			         file);
 			assert_string_equal(v.notes[0], note);
 		}
-		tp_view_free(&v);
+		tp_view_clear(&v);
 	}
 }
 
@@ -1007,7 +1007,7 @@ static void fuzz(void **state)
 				            tm_valid_uuid(v.gpus[i].uuid));
 			}
 		}
-		tp_view_free(&v);
+		tp_view_clear(&v);
 		free(text);
 	}
 }

@@ -6,8 +6,9 @@
  * exact one-line error. Small synthetic files (written to a temporary
  * directory) cover what no sample has: NVSwitch matrices in hwloc, hwloc's
  * older NVLink unit, GPU-to-GPU NVLink in a complete NCCL file, and each
- * way the XML scanner rejects a file. In expected messages and notes,
- * FILE stands for the file name.
+ * way the XML scanner rejects a file. The registry of sources, which
+ * reads them for `thermap topo`, is checked row by row. In expected
+ * messages and notes, FILE stands for the file name.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,7 +135,7 @@ static void expect_view(reader rd, const want *w)
 	if (rc)
 		fail_msg("%s: rc %d: %s", w->file, rc, e.msg);
 	check_view(&v, w);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static void expect_error(reader rd, const char *file, const char *msg)
@@ -152,7 +153,7 @@ static void expect_error(reader rd, const char *file, const char *msg)
 	assert_null(v.link);
 	assert_null(v.file);
 	assert_int_equal(v.nnotes, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* Writes len bytes to dir/name; returns the path (static buffer). */
@@ -211,7 +212,7 @@ static void test_hwloc_power8(void **state)
 			}
 		assert_int_equal(bonds, 4);
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* The same machine written by hwloc 3 (topology version 3.0): libhwloc 2.9
@@ -322,7 +323,7 @@ static void test_hwloc_h200(void **state)
 		assert_string_equal(c->nodes[0].gpus[i].pci_bus_id, v.gpus[i].pci);
 		assert_true(isnan(v.gpus[i].memory_gib));
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	tm_cluster_free(c);
 }
 
@@ -546,7 +547,7 @@ static void test_hwloc_crash_and_duplicates(void **state)
 	assert_non_null(strstr(e.msg, "): malformed hwloc XML"));
 	assert_null(strchr(e.msg, '\n'));
 	assert_int_equal(v.ngpus, 0);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 
 	f = edited("dup.xml", HW "mpibind-coral-lassen.xml",
 	           "GPU-c6f92517-d6ad-e039-6cbf-fc1d05507a3c",
@@ -558,7 +559,7 @@ static void test_hwloc_crash_and_duplicates(void **state)
 	      "GPU-04732404-7fc3-5ae6-cddd-c879b3a379bb; a UUID names one GPU",
 	      f);
 	assert_string_equal(e.msg, msg);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	{
 		/* and through the command's entry point */
 		tm_topo_input in = { "a", "hwloc", f };
@@ -588,7 +589,49 @@ static void test_hwloc_live(void **state)
 		for (int i = 0; i < v.ngpus; i++)
 			assert_int_equal(v.link[i * v.ngpus + i], TM_LINK_X);
 	}
-	tp_view_free(&v);
+	tp_view_clear(&v);
+}
+
+/* ---- the registry of sources --------------------------------------------- */
+
+/* Every source is found by its name and has exactly one reader; the live
+ * machine is the one without a file; the lists the messages give come
+ * from the rows in order; an unknown kind is refused by the entry point. */
+static void test_sources(void **state)
+{
+	strbuf b;
+	tm_error e = { 0, "" };
+	tm_topo_input in = { "a", "smi", "x" };
+	char *cl = NULL;
+	int live = 0;
+	(void)state;
+	assert_int_equal(tp_nsources, 5);
+	for (int i = 0; i < tp_nsources; i++) {
+		const tp_source *s = &tp_sources[i];
+		assert_ptr_equal(tp_source_find(s->name), s);
+		assert_true(!s->read != !s->read_live);
+		live += s->read_live != NULL;
+	}
+	assert_int_equal(live, 1);
+	assert_non_null(tp_source_find("local")->read_live);
+	assert_null(tp_source_find("smi"));
+	assert_true(tp_source_find("hwloc")->tells & TP_NVLINK_UNSURE);
+	assert_false(tp_source_find("gpus")->tells & TP_TELLS_LINKS);
+	sb_init(&b);
+	tp_source_names(&b, "", 0);
+	assert_string_equal(b.s, "smi-topo, gpus, hwloc, nccl or local");
+	sb_free(&b);
+	sb_init(&b);
+	tp_source_names(&b, "--", TP_TELLS_LINKS);
+	assert_string_equal(b.s, "--smi-topo, --hwloc, --nccl or --local");
+	sb_free(&b);
+	sb_init(&b);
+	tp_source_names(&b, "--", TP_NVLINK_UNSURE);
+	assert_string_equal(b.s, "--hwloc");
+	sb_free(&b);
+	assert_int_equal(tm_topo_build(&in, 1, NULL, &cl, &e), TM_EUSAGE);
+	assert_string_equal(e.msg, "unknown source kind smi");
+	assert_null(cl);
 }
 
 /* ---- NCCL: public samples ----------------------------------------------- */
@@ -622,7 +665,7 @@ static void test_nccl_ibm_h100(void **state)
 	assert_string_equal(v.file, w.file);
 	assert_null(v.gpus[0].uuid);
 	assert_true(isnan(v.gpus[0].memory_gib));
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 /* Azure NC A100 v4: one GPU per NUMA node, and each GPU's <nvlink> names
@@ -820,7 +863,7 @@ static void test_nccl_fuzz_findings(void **state)
 	subst(msg, sizeof msg, "FILE: GPU 0 and GPU 1 are joined by 128 "
 	      "NVLinks; expected 1 to 64 (NV1 ... NV64)", f);
 	assert_string_equal(e.msg, msg);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 	expect_error(tp_read_nccl, write_tmp("brk.xml", brk, sizeof brk - 1),
 	             "FILE:2: <pci> busid \"0000:10:1c.0.\\n-\" is not a PCI "
 	             "bus id");
@@ -957,7 +1000,7 @@ static void test_nccl_other_vendor(void **state)
 	assert_int_equal(v.nnotes, 3);
 	snprintf(note, sizeof note, "%s: 1 non-NVIDIA GPU ignored", f);
 	assert_string_equal(v.notes[1], note);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }
 
 static int setup(void **state)
@@ -997,6 +1040,7 @@ int main(void)
 		cmocka_unit_test(test_hwloc_rejects),
 		cmocka_unit_test(test_hwloc_crash_and_duplicates),
 		cmocka_unit_test(test_hwloc_live),
+		cmocka_unit_test(test_sources),
 		cmocka_unit_test(test_nccl_ibm_h100),
 		cmocka_unit_test(test_nccl_ncv4),
 		cmocka_unit_test(test_nccl_pci_only),

@@ -25,13 +25,13 @@ static int cmp_dbl(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static const double *order_key;
-
-static int cmp_stage_desc(const void *a, const void *b)
+/* Indices by decreasing key (ctx), ties by index. */
+static int cmp_stage_desc(const void *a, const void *b, void *ctx)
 {
+	const double *key = ctx;
 	int s = *(const int *)a, t = *(const int *)b;
-	if (order_key[s] != order_key[t])
-		return order_key[s] < order_key[t] ? 1 : -1;
+	if (key[s] != key[t])
+		return key[s] < key[t] ? 1 : -1;
 	return s - t;
 }
 
@@ -58,8 +58,7 @@ static int *stages_by_work(const tm_problem *pb)
 	int *s = xmalloc(sizeof(int) * (size_t)pb->npp);
 	for (int i = 0; i < pb->npp; i++)
 		s[i] = i;
-	order_key = pb->work;
-	qsort(s, (size_t)pb->npp, sizeof(int), cmp_stage_desc);
+	tm_sort(s, (size_t)pb->npp, sizeof(int), cmp_stage_desc, pb->work);
 	return s;
 }
 
@@ -97,7 +96,7 @@ static double stage_temp(const tm_problem *pb, int s, int g, const void *ctx)
 	busy = pb->job->microbatches * pb->work[s] * pb->derate[g] / t_ref;
 	if (busy > 1)
 		busy = 1;
-	return pb->t_wait[g] + busy * pb->t_slope[g];
+	return tm_gpu_temp(pb, g, busy);
 }
 
 /* The fastest a hop of act_mib can be between two GPUs of one usable host

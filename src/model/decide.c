@@ -1,11 +1,13 @@
 /*
- * decide.c — the evidence rule (docs/model.md, section 16): a plan moves
- * ranks off torchrun's placement only for a predicted gain larger than the
- * model's uncertainty, and trades time for temperature (or back) only at
- * the policy's stated exchange rate. It weighs the solver's placement
- * against the reference, re-solves without losses when the solver's best
- * trades, and writes the verdict with its reason into the solution. It
- * does not change how the solvers rank placements.
+ * decide.c — the evidence of the evidence rule (docs/model.md, section
+ * 16): a prediction's uncertainty, the gains of one placement over another
+ * with theirs, and whether a gain is lost, won or worth its trade at the
+ * policy's exchange rate. A plan moves ranks off torchrun's placement only
+ * for a predicted gain larger than the model's uncertainty, and trades
+ * time for temperature (or back) only at the policy's stated rate; the
+ * rule itself, which re-solves without losses when the solver's best
+ * trades and writes the verdict into the solution, is tm_decide in
+ * solve/run.c. Nothing here solves or changes how placements are ranked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +122,7 @@ bool tm_gain_lost(const tm_gain *g)
 	       (g->hot_rank > 0 && g->hot_c < 0);
 }
 
-static bool won(const tm_gain *g, const tm_min_gain *mg)
+bool tm_gain_won(const tm_gain *g, const tm_min_gain *mg)
 {
 	return (g->time_pct > g->time_sd && g->time_pct >= mg->time_pct) ||
 	       (g->hot_rank > 0 && g->hot_c > 0 && g->hot_c >= mg->peak_c);
@@ -162,145 +164,4 @@ void tm_gain_text(const tm_gain *g, strbuf *b)
 		        g->hot_sd, g->hot_c >= 0 ? "cooler" : "hotter");
 	else if (g->hot_rank == 0)
 		sb_add(b, ", every GPU's temperature within its uncertainty");
-}
-
-/* The policy's best under the no-loss constraints: its peak at the
- * reference time no hotter than the reference placement's there. */
-static int resolve(const tm_problem *pb, const tm_solution *sol,
-                   const int *ref, int *flat)
-{
-	tm_error e2 = { 0, "" };
-	tm_error *err = &e2;
-	tm_policy pol = *pb->pol;
-	tm_problem *p2 = NULL;
-	tm_solution s2;
-	tm_eval e;
-	int rc;
-
-	tm_eval_flat(pb, ref, sol->t_ref_ms, &e);
-	pol.max_temp_c = isfinite(pol.max_temp_c) ?
-	                 fmin(pol.max_temp_c, e.peak_ref_c) : e.peak_ref_c;
-	if ((rc = tm_problem_clone(pb, &pol, &p2, err)))
-		return rc;
-	rc = tm_solve(p2, &s2, err);
-	if (rc == 0)
-		tm_placement_to_flat(p2, s2.pl, flat);
-	tm_solution_clear(&s2);
-	tm_problem_free(p2);
-	return rc;
-}
-
-static void set_placement(const tm_problem *pb, tm_solution *sol,
-                          const int *flat)
-{
-	tm_flat_to_placement(pb, flat, sol->pl);
-	tm_eval_flat(pb, flat, sol->t_ref_ms, &sol->ev);
-	sol->ev.feasible = true;
-}
-
-void tm_decide(const tm_problem *pb, tm_solution *sol)
-{
-	const tm_policy *pol = pb->pol;
-	tm_ruling *R = &sol->rule;
-	int *ref = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	int *best = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	bool same = true, traded = false;
-	char why[256];
-	strbuf b;
-
-	memset(R, 0, sizeof *R);
-	if (!pol->evidence || pb->job->relayered ||
-	    (pol->method != TM_METHOD_ILP && pol->method != TM_METHOD_GREEDY &&
-	     pol->method != TM_METHOD_BRUTE)) {
-		R->verdict = TM_VERDICT_NONE;
-		goto out;
-	}
-	memcpy(ref, pb->ref_gpu, sizeof(int) * (size_t)pb->nranks);
-	tm_placement_to_flat(pb, sol->pl, best);
-	for (int r = 0; r < pb->nranks; r++)
-		same = same && best[r] == ref[r];
-	sb_init(&b);
-	if (same) {
-		R->verdict = TM_VERDICT_SAME;
-		tm_gain_of(pb, ref, best, &R->gain);
-		sb_add(&b, "kept torchrun's placement: it is the policy's best");
-		goto done;
-	}
-	/* the reference must be a placement the policy allows */
-	if (!tm_constraints_ok(pb, ref, tm_eval_flat(pb, ref, 0, &R->best),
-	                       why, sizeof why)) {
-		R->verdict = TM_VERDICT_MOVE;
-		R->ref_breaks = true;
-		tm_gain_of(pb, ref, best, &R->gain);
-		/* what keeping the policy costs, or buys, against it */
-		sb_addf(&b, "moved: torchrun's placement breaks the policy (%s); "
-		        "against it this plan is ", why);
-		tm_gain_text(&R->gain, &b);
-		goto done;
-	}
-	tm_gain_of(pb, ref, best, &R->gain);
-	if (tm_gain_lost(&R->gain) &&
-	    tm_gain_worth(&R->gain, pol->exchange_c_per_pct)) {
-		traded = true;
-	} else if (tm_gain_lost(&R->gain)) {
-		/* the best placement trades; the best without a loss instead */
-		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
-		R->best_gain = R->gain;
-		tm_eval_flat(pb, best, sol->t_ref_ms, &R->best);
-		R->resolved = true;
-		if (resolve(pb, sol, ref, alt) == 0) {
-			tm_gain g2;
-			tm_gain_of(pb, ref, alt, &g2);
-			if (!tm_gain_lost(&g2)) {
-				memcpy(best, alt, sizeof(int) * (size_t)pb->nranks);
-				R->gain = g2;
-			}
-		}
-		free(alt);
-	}
-	if (traded || (!tm_gain_lost(&R->gain) &&
-	               won(&R->gain, &pol->min_gain))) {
-		R->verdict = TM_VERDICT_MOVE;
-		sb_add(&b, traded ? "moved, trading at the policy's rate of "
-		       : "moved: ");
-		if (traded)
-			sb_addf(&b, "%g °C per 1 %% of time: ",
-			        pol->exchange_c_per_pct);
-		tm_gain_text(&R->gain, &b);
-		if (!traded)
-			sb_add(&b, "; a gain beyond the model's uncertainty");
-		if (R->resolved) {
-			sb_add(&b, " (the policy's fastest placement, ");
-			tm_gain_text(&R->best_gain, &b);
-			sb_add(&b, ", would have traded one for the other)");
-		}
-		set_placement(pb, sol, best);
-		goto done;
-	}
-	/* keep torchrun's placement; say what the best one offered */
-	R->verdict = TM_VERDICT_KEEP;
-	if (!R->resolved) {
-		R->best_gain = R->gain;
-		tm_eval_flat(pb, best, sol->t_ref_ms, &R->best);
-	}
-	tm_gain_of(pb, ref, ref, &R->gain);
-	sb_add(&b, "kept torchrun's placement: the policy's best (");
-	sb_addf(&b, "%d of %d ranks moved; ", R->best.moves, pb->nranks);
-	tm_gain_text(&R->best_gain, &b);
-	if (tm_gain_lost(&R->best_gain))
-		sb_addf(&b, ") would trade one for the other, %s",
-		        isfinite(pol->exchange_c_per_pct) ?
-		        "beyond the policy's exchange rate" :
-		        "and the policy sets no exchange rate");
-	else
-		sb_add(&b, ") gains nothing beyond the model's uncertainty");
-	if (pol->min_gain.time_pct > 0 || pol->min_gain.peak_c > 0)
-		sb_add(&b, " or the policy's least gain");
-	set_placement(pb, sol, ref);
-done:
-	snprintf(R->reason, sizeof R->reason, "%s", b.s);
-	sb_free(&b);
-out:
-	free(ref);
-	free(best);
 }

@@ -4,8 +4,9 @@
  * the 1F1B iteration time with fill/drain and the bottleneck stage, data
  * parallel replicas waiting for the slowest, the ring all-reduce of their
  * gradients after them, and each GPU's busy fraction, power and
- * temperature. Also the constraint check every solver shares.
- * The ILP in solve_ilp.c encodes exactly these formulas; tests hold the two
+ * temperature (from the per-GPU coefficients problem.c derives from the
+ * profile). Also the constraint check every solver shares.
+ * The ILP in solve/ilp.c encodes exactly these formulas; tests hold the two
  * to the same numbers.
  */
 #include <stdlib.h>
@@ -97,6 +98,42 @@ double tm_allreduce_ms(const tm_problem *pb, const int *flat)
 	}
 	return a;
 }
+
+/* ---- each GPU's busy fraction, temperature and power ------------------------
+ * A GPU runs at its waiting level plus its slope times the share of the
+ * iteration it computes for its rank; the coefficients per GPU come from
+ * the profile (problem.c). tm_gpu_temp and tm_gpu_power are the one place
+ * that says so: the bounds, the simulator and the heuristics ask them. */
+
+double tm_gpu_temp(const tm_problem *pb, int g, double busy)
+{
+	return pb->t_wait[g] + busy * pb->t_slope[g];
+}
+
+double tm_gpu_power(const tm_problem *pb, int g, double busy)
+{
+	return pb->p_wait[g] + busy * pb->p_slope[g];
+}
+
+/* The fraction of the iteration the GPU spends computing for its rank. */
+double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
+{
+	double busy = pb->job->microbatches * pb->work[pb->rank_stage[rank]] *
+	              pb->derate[g] / t_iter;
+	return busy > 1 ? 1 : busy;
+}
+
+double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter)
+{
+	return tm_gpu_temp(pb, g, tm_rank_busy(pb, rank, g, t_iter));
+}
+
+double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
+{
+	return tm_gpu_power(pb, g, tm_rank_busy(pb, rank, g, t_iter));
+}
+
+/* ---- the evaluation of a placement --------------------------------------- */
 
 /* Returns the iteration time and fills ev (temperatures at the placement's
  * own iteration time, and at t_ref when t_ref > 0). */

@@ -1,7 +1,8 @@
 /*
  * model.h — the placement problem in flat arrays (problem.c), what a
  * placement costs and how hot it runs (model.c), lower bounds (bound.c),
- * the event-level simulator (sim.c) and the evidence rule (decide.c):
+ * the event-level simulator (sim.c) and the evidence the evidence rule
+ * weighs (decide.c):
  * docs/model.md.
  *
  * Layer: above format and base. No files, no jansson, no GLPK.
@@ -84,9 +85,6 @@ struct tm_problem {
 double tm_bw(const tm_problem *pb, int g, int h);
 bool tm_nvlink(const tm_problem *pb, int g, int h);
 bool tm_fits(const tm_problem *pb, int rank, int g);
-double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
-double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
-double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
 void tm_identity(const tm_problem *pb, int *flat);
 /* tm_problem_new; with uneven_hosts, the hosts of a multi-node job may
  * differ in GPU count (replan: GPUs gone from a host), and a host with
@@ -108,6 +106,17 @@ int tm_problem_clone(const tm_problem *pb, const tm_policy *pol,
 
 
 /* model.c: the prediction model of docs/model.md */
+/* GPU g's temperature (°C) and power (W; NAN when the profile has none)
+ * at busy fraction busy (1: computing all the time): docs/model.md,
+ * section 3. */
+double tm_gpu_temp(const tm_problem *pb, int g, double busy);
+double tm_gpu_power(const tm_problem *pb, int g, double busy);
+/* Rank rank on GPU g in an iteration of t_iter ms: the share of it the GPU
+ * computes (at most 1), its temperature (°C) and its power (W; NAN when
+ * the profile has none). */
+double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
+double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
+double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
                     tm_eval *ev);
@@ -134,7 +143,8 @@ double tm_wear_of(double t);
 double tm_crit_bound(const tm_problem *pb, int crit, double best);
 
 
-/* decide.c: the evidence rule (docs/model.md, section 16) */
+/* decide.c: the evidence the evidence rule weighs (docs/model.md, section
+ * 16; the rule is tm_decide, solve/run.c) */
 /* A temperature prediction's standard uncertainty on GPU g at busy
  * fraction busy (°C). */
 double tm_temp_sd(const tm_problem *pb, int g, double busy);
@@ -143,16 +153,14 @@ void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
                 tm_gain *g);
 /* A loss on time or peak that its uncertainty does not cover. */
 bool tm_gain_lost(const tm_gain *g);
+/* A gain in time or in a temperature beyond its uncertainty and at least
+ * the least gain mg asks for. */
+bool tm_gain_won(const tm_gain *g, const tm_min_gain *mg);
 /* At rate °C of peak per 1 % of time (NAN: none), is what g wins worth
  * what it loses, each at the unfavourable end of its uncertainty? */
 bool tm_gain_worth(const tm_gain *g, double rate);
 /* "1.86 ± 0.50 % faster, peak 3.8 ± 1.7 °C hotter, wear as if …" */
 void tm_gain_text(const tm_gain *g, strbuf *b);
-/* Weighs the solver's placement in sol against the problem's reference
- * (torchrun's placement) and fills sol->rule; when the rule keeps the
- * reference, or a placement without losses replaces a trade, sol's
- * placement and evaluation become that one. */
-void tm_decide(const tm_problem *pb, tm_solution *sol);
 
 
 /* sim.c: the event-level simulator (docs/model.md, section 14). Per rank

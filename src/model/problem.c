@@ -88,24 +88,6 @@ bool tm_fits(const tm_problem *pb, int rank, int g)
 	         need > pb->mem_gib[g]);
 }
 
-/* The fraction of the iteration the GPU spends computing for its rank. */
-double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter)
-{
-	double busy = pb->job->microbatches * pb->work[pb->rank_stage[rank]] *
-	              pb->derate[g] / t_iter;
-	return busy > 1 ? 1 : busy;
-}
-
-double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter)
-{
-	return pb->t_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->t_slope[g];
-}
-
-double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
-{
-	return pb->p_wait[g] + tm_rank_busy(pb, rank, g, t_iter) * pb->p_slope[g];
-}
-
 /* torchrun's default: node rank n on the n-th usable host, local rank i on
  * the GPU with the i-th smallest index (CUDA's PCI bus order). */
 void tm_flat_to_placement(const tm_problem *pb, const int *flat,
@@ -147,12 +129,12 @@ void tm_identity(const tm_problem *pb, int *flat)
 
 /* ---- joining profiles to GPUs ------------------------------------------ */
 
-static const tm_profile *sort_prof;
-
-static int cmp_prof_host(const void *a, const void *b)
+/* Profile entries (ctx: the profile) by host, ties by position. */
+static int cmp_prof_host(const void *a, const void *b, void *ctx)
 {
-	const char *x = sort_prof->gpus[*(const int *)a].host;
-	const char *y = sort_prof->gpus[*(const int *)b].host;
+	const tm_profile *p = ctx;
+	const char *x = p->gpus[*(const int *)a].host;
+	const char *y = p->gpus[*(const int *)b].host;
 	int c = strcmp(x ? x : "", y ? y : "");
 	return c ? c : *(const int *)a - *(const int *)b;
 }
@@ -258,8 +240,7 @@ static int join_profiles(tm_problem *pb, const tm_profile *p,
 
 	for (int i = 0; i < p->ngpus; i++)
 		idx[i] = i;
-	sort_prof = p;
-	qsort(idx, (size_t)p->ngpus, sizeof(int), cmp_prof_host);
+	tm_sort(idx, (size_t)p->ngpus, sizeof(int), cmp_prof_host, (void *)p);
 	for (int g = 0; g < pb->ngpu && !rc; g++) {
 		const tm_node *n = &pb->c->nodes[pb->gpu_host[g]];
 		const tm_gpu *gpu = &n->gpus[pb->gpu_pos[g]];

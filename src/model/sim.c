@@ -188,7 +188,7 @@ static int play(const tm_problem *pb, const int *flat, const double *clk,
 static double slowdown_c(const tm_problem *pb, int g)
 {
 	return isnan(pb->headroom[g]) ? INFINITY :
-	       pb->t_wait[g] + pb->t_slope[g] + pb->headroom[g];
+	       tm_gpu_temp(pb, g, 1) + pb->headroom[g];
 }
 
 int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
@@ -260,8 +260,8 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 		double u = a[r] / out->iteration_ms * clk[r] * clk[r];
 		out->clock[r] = clk[r];
 		out->busy[r] = fmin(1, a[r] / (clk[r] * out->iteration_ms));
-		out->power_w[r] = pb->p_wait[g] + u * pb->p_slope[g];
-		out->temp_c[r] = pb->t_wait[g] + u * pb->t_slope[g];
+		out->power_w[r] = tm_gpu_power(pb, g, u);
+		out->temp_c[r] = tm_gpu_temp(pb, g, u);
 		out->throttle_ms[r] = clk[r] < 1 - 1e-12 ? a[r] / clk[r] : 0;
 		out->throttle_total_ms += out->throttle_ms[r];
 		out->energy_j += out->power_w[r] * out->iteration_ms / 1000;

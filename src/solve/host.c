@@ -1,5 +1,5 @@
 /*
- * solve_host.c — the host decomposition: the ilp method's exact path for
+ * host.c — the host decomposition: the ilp method's exact path for
  * clusters whose hosts are interchangeable apart from their GPUs' profiles
  * (docs/model.md, section 10, "The host decomposition").
  *
@@ -276,24 +276,24 @@ static bool net_uniform(const tm_problem *pb)
 
 /* ---- the decomposition's tables ------------------------------------------ */
 
-static const double *sort_key;
-
-static int cmp_gpu_derate(const void *x, const void *y)
+/* Flat GPUs by increasing derate, ties by number; ctx is the problem. */
+static int cmp_gpu_derate(const void *x, const void *y, void *ctx)
 {
+	const double *derate = ((const tm_problem *)ctx)->derate;
 	int g = *(const int *)x, h = *(const int *)y;
-	if (sort_key[g] != sort_key[h])
-		return sort_key[g] < sort_key[h] ? -1 : 1;
+	if (derate[g] != derate[h])
+		return derate[g] < derate[h] ? -1 : 1;
 	return g - h;
 }
 
-/* Instances (d·npp + s) by decreasing work; ties by replica, then stage. */
-static const tm_problem *inst_pb;
-
-static int cmp_inst_work(const void *x, const void *y)
+/* Instances (d·npp + s) by decreasing work; ties by replica, then stage.
+ * ctx is the problem. */
+static int cmp_inst_work(const void *x, const void *y, void *ctx)
 {
+	const tm_problem *pb = ctx;
 	int i = *(const int *)x, j = *(const int *)y;
-	double wi = inst_pb->work[i % inst_pb->npp];
-	double wj = inst_pb->work[j % inst_pb->npp];
+	double wi = pb->work[i % pb->npp];
+	double wj = pb->work[j % pb->npp];
 	if (wi != wj)
 		return wi > wj ? -1 : 1;
 	return i - j;
@@ -337,14 +337,14 @@ static void hd_init(hd *H, const tm_problem *pb)
 	H->sg = xmalloc(sizeof(int) * (size_t)(H->U * H->G));
 	H->a = xmalloc(sizeof(double) * (size_t)(H->U * H->K));
 	H->dmin = INFINITY;
-	sort_key = pb->derate;
 	for (int u = 0; u < H->U; u++) {
 		int first = pb->host_first[H->host[u]];
 		int ng = pb->c->nodes[H->host[u]].ngpus;
 		int *all = xmalloc(sizeof(int) * (size_t)ng);
 		for (int i = 0; i < ng; i++)
 			all[i] = first + i;
-		qsort(all, (size_t)ng, sizeof(int), cmp_gpu_derate);
+		tm_sort(all, (size_t)ng, sizeof(int), cmp_gpu_derate,
+		        (void *)pb);
 		memcpy(&H->sg[u * H->G], all, sizeof(int) * (size_t)H->G);
 		for (int k = 0; k < H->K; k++)
 			H->a[u * H->K + k] = pb->derate[all[(k + 1) * H->nm - 1]];
@@ -365,10 +365,9 @@ static void hd_init(hd *H, const tm_problem *pb)
 		H->inst[n * H->K + fill[n]++] = i;
 	}
 	free(fill);
-	inst_pb = pb;
 	for (int n = 0; n < H->N; n++)
-		qsort(&H->inst[n * H->K], (size_t)H->K, sizeof(int),
-		      cmp_inst_work);
+		tm_sort(&H->inst[n * H->K], (size_t)H->K, sizeof(int),
+		        cmp_inst_work, (void *)pb);
 	/* each replica's hops at the least they can cost (exact when every
 	 * pair of hosts has the same bandwidth), and the gradient all-reduce
 	 * after the flush, the same wherever the ranks run when hops are (0
@@ -793,8 +792,7 @@ static bool node_place(const hd *H, int n, int u, const double *val,
 
 	for (int i = 0; i < ng; i++)
 		order[i] = first + i;
-	sort_key = pb->derate;
-	qsort(order, (size_t)ng, sizeof(int), cmp_gpu_derate);
+	tm_sort(order, (size_t)ng, sizeof(int), cmp_gpu_derate, (void *)pb);
 	for (int k = 0; k < H->K && ok; k++) {
 		int in = H->inst[n * H->K + k], s = in % H->npp;
 		for (int q = 0; q < H->nm && ok; q++) {

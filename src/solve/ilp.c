@@ -1,7 +1,8 @@
 /*
- * solve_ilp.c — the exact method: the placement problem as a mixed integer
- * program solved by GLPK, one lexicographic criterion at a time. This is
- * the only file that includes glpk.h. The formulation (docs/model.md):
+ * ilp.c — the exact method: the placement problem as a mixed integer
+ * program solved by GLPK, one lexicographic criterion at a time (GLPK is
+ * included here and in rebalance.c, for its layer program; nowhere else).
+ * The formulation (docs/model.md):
  *
  *   x[r,g] ∈ {0,1}   rank r on GPU g          z[n,h] ∈ {0,1}  node n on host h
  *   Σg x[r,g] = 1    Σr x[r,g] ≤ 1            Σ(g∈h) x[r,g] = z[node(r),h]
@@ -50,8 +51,11 @@ typedef struct ilp {
 	int wcol;             /* wear at the reference time */
 	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
 	bool names;           /* name rows and columns (for --write-lp) */
+	bool use_z;           /* node ranks choose their hosts (z columns) */
+	double bwmin;         /* GB/s: the slowest link a hop could use */
 	bool comm_const;      /* every GPU pair has the same bandwidth */
 	double comm_ms;       /* then the hop time per MiB, forward+backward */
+	double ar_const_ms;   /* the all-reduce's time when it is a constant */
 	/* sparse row under construction */
 	int *ind;
 	double *val;
@@ -64,15 +68,18 @@ typedef struct ilp {
 	/* what the callback saw */
 	double bound;         /* best bound of the last solve */
 	double deadline;      /* now_ms() at which branch and bound stops */
+	/* where a GLPK error returns to: set by the function that calls
+	 * GLPK, reached through the error hook's info pointer (this ilp) */
+	jmp_buf fail;
 } ilp;
 
-static jmp_buf glpk_jmp;
-
+/* GLPK's error hook: GLPK cannot go on after an error, so its
+ * environment is freed and the caller's setjmp returns 1. */
 static void on_glpk_error(void *info)
 {
-	(void)info;
+	ilp *L = info;
 	glp_free_env();
-	longjmp(glpk_jmp, 1);
+	longjmp(L->fail, 1);
 }
 
 /* Names cost memory and time on large programs and only a written file
@@ -225,23 +232,26 @@ static int phase_fail(const tm_problem *pb, int prc, tm_error *err)
 	               "program");
 }
 
-static void build(ilp *L)
+/* ---- building the program, part by part ------------------------------------
+ * build() adds the parts in this order, which fixes the numbers of rows and
+ * columns (and so the --write-lp file): the placement's columns, the time
+ * columns, the assignment rows, torchrun's host rows, the all-reduce rows,
+ * each replica's time rows, the NVLink rows and the moves row. The
+ * temperature rows come once the reference time is known. */
+
+/* Columns x[r,g] (rank r on GPU g, where it fits) and z[n,h] (node rank n
+ * on host h, when there is a choice of hosts), host by host. */
+static void placement_cols(ilp *L)
 {
 	const tm_problem *pb = L->pb;
-	const tm_policy *pol = pb->pol;
-	int R = pb->nranks, G = pb->ngpu, H = pb->nhost, tp = pb->job->size[TM_TP];
-	double v = pb->job->vpp, m = pb->job->microbatches, bwmin = INFINITY,
-	       bwmax = 0, ar_const = 0;
-	bool use_z = pb->nusable > 1 || pb->nnodes > 1, any_grad = false;
+	int R = pb->nranks, G = pb->ngpu, H = pb->nhost;
 
+	L->use_z = pb->nusable > 1 || pb->nnodes > 1;
 	L->xcol = xcalloc((size_t)R * G, sizeof(int));
 	L->zcol = xcalloc((size_t)pb->nnodes * H, sizeof(int));
-	L->dcol = xcalloc((size_t)pb->nrep * pb->npp, sizeof(int));
-	L->bcol = xcalloc((size_t)pb->nrep, sizeof(int));
-	L->ccol = xcalloc((size_t)pb->nrep * (pb->nhops + 1), sizeof(int));
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u], f = pb->host_first[h];
-		for (int n = 0; use_z && n < pb->nnodes; n++)
+		for (int n = 0; L->use_z && n < pb->nnodes; n++)
 			L->zcol[n * H + h] = add_col(L, GLP_BV, 0, 1, "z_n%d_h%d",
 			                             n, h);
 		for (int r = 0; r < R; r++)
@@ -250,7 +260,15 @@ static void build(ilp *L)
 					L->xcol[r * G + g] = add_col(L, GLP_BV, 0, 1,
 					        "x_r%d_h%d_g%d", r, h, name_gpu(pb, g));
 	}
-	/* bandwidth spread over the GPUs a pipeline hop could use */
+}
+
+/* The bandwidths a pipeline hop could use, between any two GPUs of usable
+ * hosts: the least of them, and whether they are all the same. */
+static void link_spread(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	double bwmin = INFINITY, bwmax = 0;
+
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u], f = pb->host_first[h];
 		for (int g = f; g < f + pb->c->nodes[h].ngpus; g++)
@@ -266,20 +284,36 @@ static void build(ilp *L)
 				}
 			}
 	}
+	L->bwmin = bwmin;
 	L->comm_const = bwmax - bwmin <= 1e-12 * bwmax || !isfinite(bwmin);
 	L->comm_ms = isfinite(bwmin) ? 2.0 * 1048576.0 / (bwmin * 1e6) : 0;
+}
+
+/* The time columns: D[d,s] (the slowest derate of an instance, unless all
+ * derates are equal), B[d] (the bottleneck), C[d,k] (a hop's time, unless
+ * every link costs the same), A (the all-reduce, when it depends on the
+ * placement; else its time is the constant ar_const_ms) and T. */
+static void time_cols(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	bool any_grad = false;
+
+	L->dcol = xcalloc((size_t)pb->nrep * pb->npp, sizeof(int));
+	L->bcol = xcalloc((size_t)pb->nrep, sizeof(int));
+	L->ccol = xcalloc((size_t)pb->nrep * (pb->nhops + 1), sizeof(int));
 	/* the all-reduce: a column when it depends on the placement, else a
 	 * constant, the slowest ring's time at the common bandwidth */
+	L->ar_const_ms = 0;
 	for (int s = 0; pb->nrep > 1 && s < pb->npp; s++)
 		if (tm_grad_mib(pb, s) > 0) {
 			if (!L->comm_const)
 				any_grad = true;
 			else
-				ar_const = fmax(ar_const, 2.0 * (pb->nrep - 1.0) /
-				                pb->nrep * tm_grad_mib(pb, s) *
-				                1048576.0 / (bwmin * 1e6));
+				L->ar_const_ms = fmax(L->ar_const_ms,
+				                      2.0 * (pb->nrep - 1.0) / pb->nrep *
+				                      tm_grad_mib(pb, s) * 1048576.0 /
+				                      (L->bwmin * 1e6));
 		}
-
 	for (int d = 0; d < pb->nrep; d++) {
 		for (int s = 0; s < pb->npp && !pb->uniform_derate; s++)
 			L->dcol[d * pb->npp + s] = add_col(L, GLP_CV, 1, INFINITY,
@@ -292,8 +326,14 @@ static void build(ilp *L)
 	if (any_grad)
 		L->acol = add_col(L, GLP_CV, 0, INFINITY, "A");
 	L->tcol = add_col(L, GLP_CV, 0, INFINITY, "T");
+}
 
-	/* assignment */
+/* Every rank on one GPU, every GPU at most one rank. */
+static void assignment_rows(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	int R = pb->nranks, G = pb->ngpu;
+
 	for (int r = 0; r < R; r++) {
 		row_begin(L);
 		for (int g = 0; g < G; g++)
@@ -308,8 +348,15 @@ static void build(ilp *L)
 			row_end(L, GLP_UP, 0, 1, "gpu_h%d_g%d", name_host(pb, g),
 			        name_gpu(pb, g));
 	}
-	/* torchrun: a node's ranks on one host, one node per host */
-	for (int n = 0; use_z && n < pb->nnodes; n++) {
+}
+
+/* torchrun: a node's ranks on one host, one node per host. */
+static void torchrun_rows(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu, H = pb->nhost;
+
+	for (int n = 0; L->use_z && n < pb->nnodes; n++) {
 		row_begin(L);
 		for (int h = 0; h < H; h++)
 			row_add(L, L->zcol[n * H + h], 1);
@@ -326,20 +373,27 @@ static void build(ilp *L)
 			}
 		}
 	}
-	for (int u = 0; use_z && u < pb->nusable; u++) {
+	for (int u = 0; L->use_z && u < pb->nusable; u++) {
 		int h = pb->usable[u];
 		row_begin(L);
 		for (int n = 0; n < pb->nnodes; n++)
 			row_add(L, L->zcol[n * H + h], 1);
 		row_end(L, GLP_UP, 0, 1, "host_h%d", h);
 	}
-	/* the all-reduce: like a hop, for every edge of every ring */
+}
+
+/* The all-reduce: like a hop, for every edge of every ring. */
+static void allreduce_rows(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+
 	for (int s = 0; L->acol && s < pb->npp; s++) {
 		double grad = tm_grad_mib(pb, s), amax;
 		if (!(grad > 0))
 			continue;
 		amax = 2.0 * (pb->nrep - 1.0) / pb->nrep * grad * 1048576.0 /
-		       (bwmin * 1e6);
+		       (L->bwmin * 1e6);
 		for (int q = 0; q < pb->nmember; q++)
 			for (int d = 0; d < pb->nrep; d++) {
 				int e = (d + 1) % pb->nrep;
@@ -360,71 +414,103 @@ static void build(ilp *L)
 				}
 			}
 	}
-	/* stage instances, bottleneck, transfers and iteration time */
-	for (int d = 0; d < pb->nrep; d++) {
-		double cst = ar_const;
-		for (int s = 0; s < pb->npp; s++) {
-			int dc = L->dcol[d * pb->npp + s];
-			const int *mem = &pb->inst_rank[(d * pb->npp + s) * pb->nmember];
-			for (int k = 0; dc && k < pb->nmember; k++) {
-				row_begin(L);
-				row_add(L, dc, 1);
-				for (int g = 0; g < G; g++)
-					row_add(L, L->xcol[mem[k] * G + g], -pb->derate[g]);
-				row_end(L, GLP_LO, 0, 0, "slow_d%d_s%d_r%d", d, s,
-				        mem[k]);
-			}
+}
+
+/* Replica d's stage instances (each as slow as its slowest GPU) and its
+ * bottleneck. */
+static void instance_rows(ilp *L, int d)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+
+	for (int s = 0; s < pb->npp; s++) {
+		int dc = L->dcol[d * pb->npp + s];
+		const int *mem = &pb->inst_rank[(d * pb->npp + s) * pb->nmember];
+		for (int k = 0; dc && k < pb->nmember; k++) {
 			row_begin(L);
-			row_add(L, L->bcol[d], 1);
-			row_add(L, dc, -pb->work[s]);
-			row_end(L, GLP_LO, dc ? 0 : pb->work[s] * pb->derate[0], 0,
-			        "bneck_d%d_s%d", d, s);
-		}
-		for (int k = 0; k < pb->nhops; k++) {
-			const tm_hop *hp = &pb->hops[k];
-			int cc = L->ccol[d * pb->nhops + k];
-			double cmax;
-			if (!cc) {
-				cst += L->comm_ms * hp->act_mib;
-				continue;
-			}
-			cmax = 2.0 * hp->act_mib * 1048576.0 / (bwmin * 1e6);
-			for (int q = 0; q < pb->nmember; q++) {
-				int a = pb->inst_rank[(d * pb->npp + hp->from) *
-				                      pb->nmember + q];
-				int b = pb->inst_rank[(d * pb->npp + hp->to) *
-				                      pb->nmember + q];
-				for (int g = 0; g < G; g++) {
-					if (!L->xcol[a * G + g])
-						continue;
-					row_begin(L);
-					row_add(L, cc, 1);
-					row_add(L, L->xcol[a * G + g], -cmax);
-					for (int h = 0; h < G; h++)
-						if (h != g)
-							row_add(L, L->xcol[b * G + h],
-							        -tm_hop_ms(pb, hp->act_mib, g, h));
-					row_end(L, GLP_LO, -cmax, 0,
-					        "hop_d%d_k%d_r%d_h%d_g%d", d, k, a,
-					        name_host(pb, g), name_gpu(pb, g));
-				}
-			}
+			row_add(L, dc, 1);
+			for (int g = 0; g < G; g++)
+				row_add(L, L->xcol[mem[k] * G + g], -pb->derate[g]);
+			row_end(L, GLP_LO, 0, 0, "slow_d%d_s%d_r%d", d, s, mem[k]);
 		}
 		row_begin(L);
-		row_add(L, L->tcol, 1);
-		for (int s = 0; s < pb->npp; s++) {
-			if (L->dcol[d * pb->npp + s])
-				row_add(L, L->dcol[d * pb->npp + s], -pb->work[s] / v);
-			else
-				cst += pb->work[s] * pb->derate[0] / v;
-		}
-		for (int k = 0; k < pb->nhops; k++)
-			row_add(L, L->ccol[d * pb->nhops + k], -1);
-		row_add(L, L->acol, -1);
-		row_add(L, L->bcol[d], -(m - 1.0 / v));
-		row_end(L, GLP_LO, cst, 0, "iter_d%d", d);
+		row_add(L, L->bcol[d], 1);
+		row_add(L, dc, -pb->work[s]);
+		row_end(L, GLP_LO, dc ? 0 : pb->work[s] * pb->derate[0], 0,
+		        "bneck_d%d_s%d", d, s);
 	}
-	/* NVLink constraints: a on g forces b onto an NVLink neighbour of g */
+}
+
+/* Replica d's hops, each as slow as its slowest member pair; returns cst
+ * plus the time of the hops whose time is a constant. */
+static double hop_rows(ilp *L, int d, double cst)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+
+	for (int k = 0; k < pb->nhops; k++) {
+		const tm_hop *hp = &pb->hops[k];
+		int cc = L->ccol[d * pb->nhops + k];
+		double cmax;
+		if (!cc) {
+			cst += L->comm_ms * hp->act_mib;
+			continue;
+		}
+		cmax = 2.0 * hp->act_mib * 1048576.0 / (L->bwmin * 1e6);
+		for (int q = 0; q < pb->nmember; q++) {
+			int a = pb->inst_rank[(d * pb->npp + hp->from) *
+			                      pb->nmember + q];
+			int b = pb->inst_rank[(d * pb->npp + hp->to) *
+			                      pb->nmember + q];
+			for (int g = 0; g < G; g++) {
+				if (!L->xcol[a * G + g])
+					continue;
+				row_begin(L);
+				row_add(L, cc, 1);
+				row_add(L, L->xcol[a * G + g], -cmax);
+				for (int h = 0; h < G; h++)
+					if (h != g)
+						row_add(L, L->xcol[b * G + h],
+						        -tm_hop_ms(pb, hp->act_mib, g, h));
+				row_end(L, GLP_LO, -cmax, 0, "hop_d%d_k%d_r%d_h%d_g%d",
+				        d, k, a, name_host(pb, g), name_gpu(pb, g));
+			}
+		}
+	}
+	return cst;
+}
+
+/* Replica d's iteration time: fill and drain, its hops, the all-reduce
+ * and the bottleneck's steady state; cst holds the constant terms so
+ * far. */
+static void iteration_row(ilp *L, int d, double cst)
+{
+	const tm_problem *pb = L->pb;
+	double v = pb->job->vpp, m = pb->job->microbatches;
+
+	row_begin(L);
+	row_add(L, L->tcol, 1);
+	for (int s = 0; s < pb->npp; s++) {
+		if (L->dcol[d * pb->npp + s])
+			row_add(L, L->dcol[d * pb->npp + s], -pb->work[s] / v);
+		else
+			cst += pb->work[s] * pb->derate[0] / v;
+	}
+	for (int k = 0; k < pb->nhops; k++)
+		row_add(L, L->ccol[d * pb->nhops + k], -1);
+	row_add(L, L->acol, -1);
+	row_add(L, L->bcol[d], -(m - 1.0 / v));
+	row_end(L, GLP_LO, cst, 0, "iter_d%d", d);
+}
+
+/* NVLink constraints: a on g forces b onto an NVLink neighbour of g, for
+ * tensor-parallel groups (tp_nvlink) and pipeline hops (pp_nvlink). */
+static void nvlink_rows(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	const tm_policy *pol = pb->pol;
+	int R = pb->nranks, tp = pb->job->size[TM_TP];
+
 	for (int i = 0; pol->tp_nvlink && tp > 1 && i < R; i += tp)
 		for (int a = 0; a < tp; a++)
 			for (int b = a + 1; b < tp; b++)
@@ -440,14 +526,34 @@ static void build(ilp *L)
 				                       pb->nmember + q];
 				nvlink_pair(L, ra, rb, k);
 			}
-	if (pol->max_moves >= 0)
-		moves_row(L, pol->max_moves, "max_moves");
+}
+
+/* The program of phase 0: everything but the temperature rows. */
+static void build(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+
+	placement_cols(L);
+	link_spread(L);
+	time_cols(L);
+	assignment_rows(L);
+	torchrun_rows(L);
+	allreduce_rows(L);
+	for (int d = 0; d < pb->nrep; d++) {
+		double cst;
+		instance_rows(L, d);
+		cst = hop_rows(L, d, L->ar_const_ms);
+		iteration_row(L, d, cst);
+	}
+	nvlink_rows(L);
+	if (pb->pol->max_moves >= 0)
+		moves_row(L, pb->pol->max_moves, "max_moves");
 }
 
 /* Temperature rows, once the reference time is known. A GPU's
  * temperature is one constant per rank it may hold, so its wear share
  * is too: wear is linear in x, W ≥ Σ_r Σ_g wear(θ_r,g) x[r,g]. */
-static void build_thermal(ilp *L)
+static void temperature_rows(ilp *L)
 {
 	const tm_problem *pb = L->pb;
 	int R = pb->nranks, G = pb->ngpu;
@@ -725,13 +831,13 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 		               "greedy method", pb->nranks, pb->ngpu);
 	}
 	glp_term_out(GLP_OFF);
-	if (setjmp(glpk_jmp)) {
+	if (setjmp(L.fail)) {
 		glp_error_hook(NULL, NULL);
 		ilp_free(&L);
 		free(cur);
 		return tm_fail(err, TM_EINTERNAL, "ilp: GLPK failed");
 	}
-	glp_error_hook(on_glpk_error, NULL);
+	glp_error_hook(on_glpk_error, &L);
 	L.P = glp_create_prob();
 	build(&L);
 
@@ -762,7 +868,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
 		L.t_ref = bound;
 	sol->t_ref_ms = L.t_ref;
 	optimal = ok;
-	build_thermal(&L);
+	temperature_rows(&L);
 	if (first_crit == TM_CRIT_TIME) {
 		sol->objective = ev.iteration_ms;
 		sol->bound = fmin(bound, ev.iteration_ms);
@@ -868,14 +974,14 @@ int tm_write_lp(const tm_problem *pb, const char *file, tm_error *err)
 	L.pb = pb;
 	L.names = true;
 	glp_term_out(GLP_OFF);
-	if (setjmp(glpk_jmp)) {
+	if (setjmp(L.fail)) {
 		glp_error_hook(NULL, NULL);
 		ilp_free(&L);
 		tm_out_abort(&o);
 		return tm_fail(err, TM_EINTERNAL, "%s: GLPK failed to build or "
 		               "write the integer program", file);
 	}
-	glp_error_hook(on_glpk_error, NULL);
+	glp_error_hook(on_glpk_error, &L);
 	L.P = glp_create_prob();
 	glp_set_prob_name(L.P, "thermap phase 0: the best iteration time "
 	                  "(docs/model.md, section 10)");

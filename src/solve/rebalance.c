@@ -1,6 +1,6 @@
 /*
- * rebalance.c — policies that change the layers per stage, and the one
- * entry point that runs any policy (tm_run_policy):
+ * rebalance.c — the policies that change the layers per stage, which
+ * tm_run_policy (solve.c) runs:
  *
  *  - alternating: the published thermal heuristic, even stages one layer
  *    more and odd stages one less, on torchrun's default placement;
@@ -37,7 +37,7 @@
 /* Pairs of chunks (0,1), (2,3), …: the even one gains a layer, the odd one
  * gives it, where the odd one keeps at least min_layers. A last unpaired
  * chunk keeps its layers, so the model keeps its depth. */
-static void alternating_layers(const tm_job *j, int min_layers, int *n)
+void tm_alternating_layers(const tm_job *j, int min_layers, int *n)
 {
 	for (int c = 0; c < j->nstages; c++)
 		n[c] = j->stages[c].layers;
@@ -231,31 +231,7 @@ out:
 	return rc;
 }
 
-/* ---- running a policy ---------------------------------------------------- */
-
-void tm_run_free(tm_run *run)
-{
-	tm_solution_clear(&run->sol);
-	tm_problem_free(run->pb);
-	tm_job_free(run->job);
-	free(run->layers);
-	memset(run, 0, sizeof *run);
-}
-
-/* Solves the policy on job (input, or relayered and owned by run). */
-static int solve_on(const tm_cluster *c, const tm_profile *p, tm_job *owned,
-                    const tm_job *job, const tm_policy *pol, bool allow,
-                    tm_run *run, tm_error *err)
-{
-	int rc;
-	memset(run, 0, sizeof *run);
-	run->job = owned;
-	if ((rc = tm_problem_new(c, p, owned ? owned : job, pol, allow,
-	                         &run->pb, err)) ||
-	    (rc = tm_solve(run->pb, &run->sol, err)))
-		return rc;
-	return 0;
-}
+/* ---- placement and layers in turn ---------------------------------------- */
 
 static int *flat_of(const tm_run *run)
 {
@@ -340,9 +316,8 @@ static void descend(const tm_cluster *c, const tm_profile *p,
 	free(D.bn);
 }
 
-static int rebalance(const tm_cluster *c, const tm_profile *p,
-                     const tm_job *job, const tm_policy *pol, bool allow,
-                     tm_run *out, tm_error *err)
+int tm_rebalance(const tm_cluster *c, const tm_profile *p, const tm_job *job,
+                 const tm_policy *pol, bool allow, tm_run *out, tm_error *err)
 {
 	int C = job->nstages, total = tm_job_total_layers(job), rc, rounds;
 	int *orig = xmalloc(sizeof(int) * (size_t)C);
@@ -355,7 +330,7 @@ static int rebalance(const tm_cluster *c, const tm_profile *p,
 	for (int i = 0; i < C; i++)
 		orig[i] = job->stages[i].layers;
 	memcpy(seen, orig, sizeof(int) * (size_t)C);
-	if ((rc = solve_on(c, p, NULL, job, pol, allow, best, err)))
+	if ((rc = tm_run_job(c, p, NULL, job, pol, allow, best, err)))
 		goto out;
 	prev = best;
 	L = (lprob){ NULL, NULL, orig, orig, total, pol->min_layers,
@@ -375,8 +350,8 @@ static int rebalance(const tm_cluster *c, const tm_profile *p,
 			break;  /* a fixed point (or a cycle): nothing new to try */
 		memcpy(&seen[nseen++ * C], n, sizeof(int) * (size_t)C);
 		next = xcalloc(1, sizeof *next);
-		if (solve_on(c, p, tm_job_relayer(job, n), job, pol, allow, next,
-		             err)) {
+		if (tm_run_job(c, p, tm_job_relayer(job, n), job, pol, allow,
+		               next, err)) {
 			/* these layers cannot be placed under the policy */
 			tm_run_free(next);
 			free(next);
@@ -431,52 +406,4 @@ out:
 	free(seen);
 	free(n);
 	return rc;
-}
-
-int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
-                  const tm_policy *pol, bool allow, tm_run *run,
-                  tm_error *err)
-{
-	tm_problem *pb0 = NULL;
-	int *flat, rc;
-
-	memset(run, 0, sizeof *run);
-	if ((pol->rebalance || pol->method == TM_METHOD_ALTERNATING) &&
-	    !job->by_layers)
-		return tm_fail(err, TM_EINPUT, "%s: policy %s changes the layers "
-		               "per stage; expected every stage of %s given by "
-		               "layers (layers, layer_fwd_ms, layer_bwd_ms)",
-		               pol->file, pol->name, job->file);
-	if (pol->rebalance)
-		rc = rebalance(c, p, job, pol, allow, run, err);
-	else if (pol->method == TM_METHOD_ALTERNATING) {
-		int *n = xmalloc(sizeof(int) * (size_t)job->nstages);
-		alternating_layers(job, pol->min_layers, n);
-		rc = solve_on(c, p, tm_job_relayer(job, n), job, pol, allow, run,
-		              err);
-		free(n);
-	} else
-		rc = solve_on(c, p, NULL, job, pol, allow, run, err);
-	if (rc) {
-		tm_run_free(run);
-		return rc;
-	}
-	if (!run->job) {
-		tm_decide(run->pb, &run->sol);
-		return 0;
-	}
-	run->layers = xmalloc(sizeof(int) * (size_t)job->nstages);
-	for (int i = 0; i < job->nstages; i++)
-		run->layers[i] = run->job->stages[i].layers;
-	/* the baseline stays torchrun's placement of the job as given */
-	if ((rc = tm_problem_new(c, p, job, pol, allow, &pb0, err))) {
-		tm_run_free(run);
-		return rc;
-	}
-	flat = xmalloc(sizeof(int) * (size_t)pb0->nranks);
-	tm_identity(pb0, flat);
-	tm_eval_flat(pb0, flat, 0, &run->sol.baseline);
-	free(flat);
-	tm_problem_free(pb0);
-	return 0;
 }

@@ -1,8 +1,11 @@
 /*
- * solve.h — the solvers behind tm_solve and tm_run_policy: greedy and
- * brute force (solve.c), the integer program (ilp.c, the only files with
- * GLPK: ilp.c and rebalance.c), the host decomposition (host.c) and the
- * layer rebalancing of `rebalance` (rebalance.c).
+ * solve.h — running a policy end to end (tm_run_policy, run.c), the layer
+ * policies it may run first (rebalance.c), the dispatcher tm_solve and the
+ * placement, solution and run objects (solve.c), and the methods behind
+ * tm_solve: greedy and coolest-first (greedy.c), brute force (brute.c),
+ * the host decomposition (host.c) and the integer program (ilp.c). Calls
+ * run down that list: run.c over rebalance.c over solve.c over the
+ * methods. GLPK is included by ilp.c and rebalance.c alone.
  *
  * Layer: above model.
  */
@@ -11,27 +14,57 @@
 
 #include "model/model.h"
 
-/* solve.c: places node n on host h, whose GPUs are all free: tensor-
+/* greedy.c: places node n on host h, whose GPUs are all free: tensor-
  * parallel groups (or ranks) in decreasing work on the best free GPUs */
 bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat);
 
-/* solve.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
+/* greedy.c: pairwise exchanges of two ranks' GPUs (and moves to idle GPUs)
  * inside each host, each kept when keep(ud, flat) says so (it sees the
  * changed placement), for at most passes rounds while one is kept */
 void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
                      bool (*keep)(void *ud, const int *flat), void *ud);
 
 
-/* solve_greedy.c, solve_brute.c, solve_ilp.c: backends of tm_solve */
+/* greedy.c: the greedy method (TM_EINFEASIBLE when it finds no
+ * placement), and coolest-first (the ranks of each node rank in
+ * decreasing work on torchrun's host's GPUs in increasing full-load
+ * temperature) */
 int tm_solve_greedy(const tm_problem *pb, int *flat);
+void tm_solve_coolest(const tm_problem *pb, int *flat);
+
+/* brute.c: every placement; t_ref gets the best iteration time and
+ * best[k] the best value of criterion k with the earlier ones held */
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
                    double *best, tm_error *err);
+
+/* ilp.c: the integer program; tm_ilp_direct says whether a problem is
+ * small enough for it */
 int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
                  tm_solution *sol, tm_error *err);
 bool tm_ilp_direct(const tm_problem *pb);
 
 
-/* solve_host.c: the host decomposition (docs/model.md, section 10) */
+/* solve.c: builds the problem of job (or of owned, a relayered copy of
+ * job that run takes over) and solves it into run */
+int tm_run_job(const tm_cluster *c, const tm_profile *p, tm_job *owned,
+               const tm_job *job, const tm_policy *pol, bool allow,
+               tm_run *run, tm_error *err);
+
+/* run.c: the evidence rule (docs/model.md, section 16). Weighs the
+ * solver's placement in sol against the problem's reference (torchrun's
+ * placement) and fills sol->rule; when the rule keeps the reference, or a
+ * placement without losses replaces a trade, sol's placement and
+ * evaluation become that one. */
+void tm_decide(const tm_problem *pb, tm_solution *sol);
+
+/* rebalance.c: the layers of "alternating" into n (per chunk), and
+ * rebalance_layers: placement and layers in turn, the best run into out */
+void tm_alternating_layers(const tm_job *j, int min_layers, int *n);
+int tm_rebalance(const tm_cluster *c, const tm_profile *p, const tm_job *job,
+                 const tm_policy *pol, bool allow, tm_run *out, tm_error *err);
+
+
+/* host.c: the host decomposition (docs/model.md, section 10) */
 bool tm_host_decomposable(const tm_problem *pb);
 /* Fills flat and sol's status, formulation, best, t_ref_ms, objective,
  * bound and gap; warm (may be NULL) competes for the time phase. Returns

@@ -706,7 +706,7 @@ int tp_read_hwloc_text(const char *file, const char *data, size_t len,
 
 	tp_view_init(v, "hwloc", file);
 	if (len > HW_MAX_XML_BYTES) {
-		tp_view_free(v);
+		tp_view_clear(v);
 		return tm_fail(err, TM_EINPUT, "%s: file is %zu bytes; the limit "
 		               "is %u", file, len, HW_MAX_XML_BYTES);
 	}
@@ -719,7 +719,7 @@ int tp_read_hwloc_text(const char *file, const char *data, size_t len,
 		rc = read_topology(file, buf, len, v, err);
 	free(buf);
 	if (rc)
-		tp_view_free(v);  /* nothing is left to free on error */
+		tp_view_clear(v);  /* nothing is left to free on error */
 	return rc;
 }
 
@@ -733,13 +733,13 @@ int tp_read_hwloc(const char *file, tp_view *v, tm_error *err)
 		tp_view_init(v, "local", NULL);
 		rc = read_topology("this machine", NULL, 0, v, err);
 		if (rc)
-			tp_view_free(v);
+			tp_view_clear(v);
 		return rc;
 	}
 	rc = tm_read_file(file, HW_MAX_XML_BYTES, &buf, &len, err);
 	if (rc) {
 		tp_view_init(v, "hwloc", file);
-		tp_view_free(v);
+		tp_view_clear(v);
 		return rc;
 	}
 	rc = tp_read_hwloc_text(file, buf, len, v, err);

@@ -830,7 +830,7 @@ int tp_read_nccl(const char *file, tp_view *v, tm_error *err)
 	rc = tm_read_file(file, NC_MAX_BYTES, &buf, &len, err);
 	if (rc) {
 		tp_view_init(v, "nccl", file);
-		tp_view_free(v);
+		tp_view_clear(v);
 		return rc;
 	}
 	rc = tp_read_nccl_text(file, buf, len, v, err);
@@ -847,7 +847,7 @@ int tp_read_nccl_text(const char *file, const char *buf, size_t len,
 
 	tp_view_init(v, "nccl", file);
 	if (len > NC_MAX_BYTES) {
-		tp_view_free(v);
+		tp_view_clear(v);
 		return tm_fail(err, TM_EINPUT, "%s: file is %zu bytes; the limit "
 		               "is %u", file, len, NC_MAX_BYTES);
 	}
@@ -878,6 +878,6 @@ int tp_read_nccl_text(const char *file, const char *buf, size_t len,
 	free(c.g);
 	xdoc_free(&c.d);
 	if (rc)
-		tp_view_free(v);  /* nothing is left to free on error */
+		tp_view_clear(v);  /* nothing is left to free on error */
 	return rc;
 }

@@ -471,7 +471,7 @@ int tp_read_smi_topo_text(const char *file, const char *data, size_t len,
 		        "header; their NUMA nodes are unknown", file);
 out:
 	if (rc)
-		tp_view_free(v);  /* empty again: freeing it twice is harmless */
+		tp_view_clear(v);  /* empty again: freeing it twice is harmless */
 	text_close(&T);
 	free(W.t);
 	free(M.link);
@@ -1184,7 +1184,7 @@ int tp_read_gpu_list_text(const char *file, const char *data, size_t len,
 		rc = check_indices(v, err);
 out:
 	if (rc)
-		tp_view_free(v);  /* empty again: freeing it twice is harmless */
+		tp_view_clear(v);  /* empty again: freeing it twice is harmless */
 	text_close(&T);
 	return rc;
 }

@@ -1,7 +1,10 @@
 /*
- * topo.c — topology views: the small helpers every reader uses, then
- * joining the views of one host (by PCI bus id), checking them against
- * each other, and writing thermap.cluster/1 (`thermap topo`).
+ * topo.c — `thermap topo`: the registry of topology sources (tp_sources),
+ * reading each input through its source's reader, joining the views of one
+ * host (by PCI bus id) step by step, checking them against each other, and
+ * writing thermap.cluster/1. It sits above the readers (smi.c, hwloc.c,
+ * nccl.c, local.c) and the view helpers they share (view.c); nothing below
+ * calls back into it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,144 +12,64 @@
 
 #include "topo/topo.h"
 
-void tp_view_init(tp_view *v, const char *source, const char *file)
+/* ---- the sources --------------------------------------------------------- */
+
+const tp_source tp_sources[] = {
+	/* `nvidia-smi topo -m`: every link code as the driver sees it, NVLink
+	 * counts, GPU indices and NUMA affinity */
+	{ "smi-topo", tp_read_smi_topo, NULL, TP_TELLS_LINKS, 4, 1 },
+	/* a GPU list: index, UUID, PCI bus id, model and memory; no links */
+	{ "gpus", tp_read_gpu_list, NULL, 0, 0, 1 },
+	/* hwloc XML: GPUs, PCI bus ids, NUMA nodes, PCIe/SMP codes from the
+	 * PCI tree, NVLink only where hwloc saw it */
+	{ "hwloc", tp_read_hwloc, NULL, TP_TELLS_LINKS | TP_NVLINK_UNSURE, 2,
+	  1 },
+	/* an NCCL topology file: PCI bus ids, NVLink counts, NVSwitches */
+	{ "nccl", tp_read_nccl, NULL, TP_TELLS_LINKS, 3, 2 },
+	/* this machine: hwloc, and nvidia-smi when it runs */
+	{ "local", NULL, tp_read_local, TP_TELLS_LINKS, 1, 1 },
+};
+const int tp_nsources = (int)(sizeof tp_sources / sizeof tp_sources[0]);
+
+const tp_source *tp_source_find(const char *name)
 {
-	memset(v, 0, sizeof *v);
-	v->source = source;
-	v->file = file ? xstrdup(file) : NULL;
+	for (int i = 0; i < tp_nsources; i++)
+		if (!strcmp(tp_sources[i].name, name))
+			return &tp_sources[i];
+	return NULL;
 }
 
-void tp_view_free(tp_view *v)
+void tp_source_names(strbuf *b, const char *prefix, unsigned tells)
 {
-	for (int i = 0; i < v->ngpus; i++) {
-		free(v->gpus[i].uuid);
-		free(v->gpus[i].pci);
-		free(v->gpus[i].model);
-	}
-	for (int i = 0; i < v->nnotes; i++)
-		free(v->notes[i]);
-	free(v->notes);
-	free(v->gpus);
-	free(v->link);
-	free(v->nv);
-	free(v->file);
-	free(v->host);
-	memset(v, 0, sizeof *v);
-}
-
-tp_gpu *tp_add_gpu(tp_view *v)
-{
-	tp_gpu *g;
-	v->gpus = xrealloc(v->gpus, (size_t)(v->ngpus + 1) * sizeof *v->gpus);
-	g = &v->gpus[v->ngpus++];
-	memset(g, 0, sizeof *g);
-	g->index = -1;
-	g->memory_gib = NAN;
-	g->numa = -1;
-	return g;
-}
-
-void tp_alloc_links(tp_view *v)
-{
-	size_t n = (size_t)v->ngpus;
-	free(v->link);
-	free(v->nv);
-	v->link = xmalloc(n ? n * n : 1);
-	v->nv = xcalloc(n ? n * n : 1, 1);
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < n; j++)
-			v->link[i * n + j] = i == j ? TM_LINK_X : TM_LINK_SYS;
-}
-
-void tp_note(tp_view *v, const char *fmt, ...)
-{
-	va_list ap;
-	strbuf b;
-	sb_init(&b);
-	va_start(ap, fmt);
-	{
-		char tmp[512];
-		vsnprintf(tmp, sizeof tmp, fmt, ap);
-		sb_add(&b, tmp);
-	}
-	va_end(ap);
-	v->notes = xrealloc(v->notes, (size_t)(v->nnotes + 1) * sizeof *v->notes);
-	v->notes[v->nnotes++] = b.s;
-}
-
-/* What a source's GPU is called in messages: its index, else its place. */
-static void gpu_name(const tp_view *v, int g, char *buf, size_t n)
-{
-	const tp_gpu *x = &v->gpus[g];
-	if (x->index >= 0)
-		snprintf(buf, n, "GPU %d", x->index);
-	else if (x->pci)
-		snprintf(buf, n, "GPU %s", x->pci);
-	else
-		snprintf(buf, n, "GPU #%d", g + 1);
-}
-
-/* One source naming two GPUs alike, or an NVLink count no cluster can
- * hold, would give a cluster that every later command rejects: refused
- * here, naming the source. */
-int tp_check_view(const tp_view *v, tm_error *err)
-{
-	const char *f = v->file ? v->file : "this machine";
-	char a[64], b[64];
-	int n = v->ngpus;
-
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < i; j++) {
-			const tp_gpu *x = &v->gpus[j], *y = &v->gpus[i];
-			gpu_name(v, j, a, sizeof a);
-			gpu_name(v, i, b, sizeof b);
-			if (x->uuid && y->uuid && !strcmp(x->uuid, y->uuid))
-				return tm_fail(err, TM_EINPUT, "%s: %s and %s have the "
-				               "same UUID %s; a UUID names one GPU",
-				               f, a, b, y->uuid);
-			if (x->pci && y->pci && !strcmp(x->pci, y->pci))
-				return tm_fail(err, TM_EINPUT, "%s: %s and %s have the "
-				               "same PCI bus id %s", f, a, b, y->pci);
-		}
-	if (!v->link)
-		return 0;
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < n; j++) {
-			size_t k = (size_t)i * (size_t)n + (size_t)j;
-			if (v->link[k] != TM_LINK_NV || v->nv[k] <= 64)
-				continue;
-			gpu_name(v, i, a, sizeof a);
-			gpu_name(v, j, b, sizeof b);
-			return tm_fail(err, TM_EINPUT, "%s: %s and %s are joined by "
-			               "%s%d NVLinks; expected 1 to 64 (NV1 ... NV64)",
-			               f, a, b, v->nv[k] == 255 ? "255 or more " : "",
-			               v->nv[k] == 255 ? 255 : v->nv[k]);
-		}
-	return 0;
+	int n = 0, k = 0;
+	for (int i = 0; i < tp_nsources; i++)
+		n += (tp_sources[i].tells & tells) == tells;
+	for (int i = 0; i < tp_nsources; i++)
+		if ((tp_sources[i].tells & tells) == tells)
+			sb_addf(b, "%s%s%s", k++ == 0 ? "" : k == n ? " or " : ", ",
+			        prefix, tp_sources[i].name);
 }
 
 /* ---- joining the views of one host ---------------------------------------- */
 
-/* Which source's word counts most, per kind of fact. */
+/* Which source's word counts most, per kind of fact: the links ... */
 static int rank_links(const tp_view *v)
 {
+	const tp_source *s = tp_source_find(v->source);
 	if (!v->link)
 		return 99;
 	if (v->nv_unknown)
 		return 9;
 	if (!v->nv_only)
 		return 0;        /* topo -m: every code as the driver sees it */
-	return strcmp(v->source, "nccl") == 0 ? 2 : 1;
+	return s ? s->nvlink_rank : 1;
 }
 
+/* ... and the GPUs' identities. */
 static int rank_ids(const tp_view *v)
 {
-	static const char *const order[] = { "gpus", "local", "hwloc",
-	                                     "nccl", "smi-topo" };
-	for (int i = 0; i < 5; i++)
-		if (strcmp(v->source, order[i]) == 0)
-			return i;
-	return 9;
+	const tp_source *s = tp_source_find(v->source);
+	return s ? s->id_rank : 9;
 }
 
 /* The GPU of view w that is GPU g of the base view b: by PCI bus id when
@@ -204,60 +127,90 @@ static bool map_complete(const int *map, int i, int n)
 	return true;
 }
 
-/* Joins the views of one host into cluster JSON (one "nodes" entry). */
-static int join_host(jw *w, const char *host, tp_view *v, int nv,
-                     const char *prefer, tm_error *err)
-{
-	int base = -1, lsrc = -1, n, rc = 0;
-	int *map;   /* map[view * n + g]: GPU of that view, or -1 */
-	char b1[600], b2[600];
+/* The views of one host on their way to one "nodes" entry. */
+typedef struct join {
+	const char *host;
+	tp_view *v;          /* the views, nv of them */
+	int nv;
+	const char *prefer;  /* the source believed where views differ, or NULL */
+	int base;            /* the view whose GPUs are the host's */
+	int n;               /* its GPUs */
+	int *map;            /* map[view * n + g]: that view's GPU g, or -1 */
+	int lsrc;            /* the view whose link matrix is used */
+} join;
 
-	for (int i = 0; i < nv; i++) {
-		if (prefer && strcmp(v[i].source, prefer) == 0 && v[i].ngpus) {
-			base = i;
+/* The base view: the preferred source's, else the one whose GPU facts
+ * count most, among the views that list GPUs. */
+static int pick_base(join *J, tm_error *err)
+{
+	const tp_view *v = J->v;
+	for (int i = 0; i < J->nv; i++) {
+		if (J->prefer && strcmp(v[i].source, J->prefer) == 0 &&
+		    v[i].ngpus) {
+			J->base = i;
 			break;
 		}
-		if (v[i].ngpus && (base < 0 || rank_ids(&v[i]) < rank_ids(&v[base])))
-			base = i;
+		if (v[i].ngpus && (J->base < 0 ||
+		                   rank_ids(&v[i]) < rank_ids(&v[J->base])))
+			J->base = i;
 	}
-	if (base < 0)
+	if (J->base < 0)
 		return tm_fail(err, TM_EINPUT, "host %s: no source lists any GPU",
-		               host);
-	n = v[base].ngpus;
-	map = xmalloc((size_t)(nv * n) * sizeof *map);
-	for (int i = 0; i < nv; i++) {
+		               J->host);
+	J->n = v[J->base].ngpus;
+	return 0;
+}
+
+/* Each view's GPU for each GPU of the base; a view listing another number
+ * of GPUs is a disagreement, and its word is not used. */
+static int map_gpus(join *J, tm_error *err)
+{
+	const tp_view *v = J->v;
+	int n = J->n, rc;
+	char b1[600], b2[600];
+
+	J->map = xmalloc((size_t)(J->nv * n) * sizeof *J->map);
+	for (int i = 0; i < J->nv; i++) {
 		bool drop = false;
 		if (v[i].ngpus && v[i].ngpus != n) {
-			rc = disagree(prefer, err, "host %s: %s lists %d GPUs, %s "
-			              "lists %d", host, vname(&v[base], b1, sizeof b1),
-			              n, vname(&v[i], b2, sizeof b2), v[i].ngpus);
-			if (rc) {
-				free(map);
+			rc = disagree(J->prefer, err, "host %s: %s lists %d GPUs, %s "
+			              "lists %d", J->host,
+			              vname(&v[J->base], b1, sizeof b1), n,
+			              vname(&v[i], b2, sizeof b2), v[i].ngpus);
+			if (rc)
 				return rc;
-			}
 			drop = true;   /* another machine's word: not used */
 		}
 		for (int g = 0; g < n; g++)
-			map[i * n + g] = i == base ? g : drop ? -1
-			                 : match(&v[base], g, &v[i]);
+			J->map[i * n + g] = i == J->base ? g : drop ? -1
+			                    : match(&v[J->base], g, &v[i]);
 	}
-	/* the GPU facts, from the first source that has each, checked
-	 * against the others */
+	return 0;
+}
+
+/* The GPU facts, from the first source that has each, checked against the
+ * others: into the base view's GPUs. */
+static int join_facts(join *J, tm_error *err)
+{
+	tp_view *v = J->v;
+	int n = J->n, rc = 0;
+	char b1[600], b2[600];
+
 	for (int g = 0; g < n && !rc; g++) {
-		tp_gpu *x = &v[base].gpus[g];
-		for (int i = 0; i < nv && !rc; i++) {
+		tp_gpu *x = &v[J->base].gpus[g];
+		for (int i = 0; i < J->nv && !rc; i++) {
 			const tp_gpu *y;
-			if (i == base || map[i * n + g] < 0)
+			if (i == J->base || J->map[i * n + g] < 0)
 				continue;
-			y = &v[i].gpus[map[i * n + g]];
+			y = &v[i].gpus[J->map[i * n + g]];
 			if (str_differs(x->uuid, y->uuid) ||
 			    str_differs(x->pci, y->pci) ||
 			    (x->index >= 0 && y->index >= 0 && x->index != y->index))
-				rc = disagree(prefer, err, "host %s: GPU %d is %s %s "
-				              "in %s but %s %s in %s", host, g,
+				rc = disagree(J->prefer, err, "host %s: GPU %d is %s %s "
+				              "in %s but %s %s in %s", J->host, g,
 				              x->pci ? x->pci : "?",
 				              x->uuid ? x->uuid : "",
-				              vname(&v[base], b1, sizeof b1),
+				              vname(&v[J->base], b1, sizeof b1),
 				              y->pci ? y->pci : "?",
 				              y->uuid ? y->uuid : "",
 				              vname(&v[i], b2, sizeof b2));
@@ -275,18 +228,44 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 				x->numa = y->numa;
 		}
 	}
-	/* links: the most complete source; NVLink checked against the rest */
-	for (int i = 0; i < nv; i++)
-		if (v[i].link && map_complete(map, i, n) &&
-		    (lsrc < 0 || (prefer && !strcmp(v[i].source, prefer)) ||
-		     (!(prefer && !strcmp(v[lsrc].source, prefer)) &&
-		      rank_links(&v[i]) < rank_links(&v[lsrc]))))
-			lsrc = i;
-	if (!rc && lsrc < 0)
-		rc = tm_fail(err, TM_EINPUT, "host %s: no source gives the links "
-		             "between its GPUs (add --smi-topo, --hwloc, --nccl or "
-		             "--local)", host);
-	for (int i = 0; i < nv && !rc; i++) {
+	return rc;
+}
+
+/* The links: the preferred source's, else the most complete, among the
+ * views that have a GPU for every GPU. */
+static int pick_links(join *J, tm_error *err)
+{
+	const tp_view *v = J->v;
+	const char *prefer = J->prefer;
+	int rc;
+	strbuf names;
+
+	for (int i = 0; i < J->nv; i++)
+		if (v[i].link && map_complete(J->map, i, J->n) &&
+		    (J->lsrc < 0 || (prefer && !strcmp(v[i].source, prefer)) ||
+		     (!(prefer && !strcmp(v[J->lsrc].source, prefer)) &&
+		      rank_links(&v[i]) < rank_links(&v[J->lsrc]))))
+			J->lsrc = i;
+	if (J->lsrc >= 0)
+		return 0;
+	sb_init(&names);
+	tp_source_names(&names, "--", TP_TELLS_LINKS);
+	rc = tm_fail(err, TM_EINPUT, "host %s: no source gives the links "
+	             "between its GPUs (add %s)", J->host, names.s);
+	sb_free(&names);
+	return rc;
+}
+
+/* The NVLink counts of the chosen links, checked against every other
+ * complete matrix that can tell NVLink. */
+static int check_nvlink(const join *J, tm_error *err)
+{
+	const tp_view *v = J->v, *L = &v[J->lsrc];
+	const int *map = J->map;
+	int n = J->n, lsrc = J->lsrc, rc = 0;
+	char b1[600], b2[600];
+
+	for (int i = 0; i < J->nv && !rc; i++) {
 		if (i == lsrc || !v[i].link || v[i].nv_unknown ||
 		    !map_complete(map, i, n))
 			continue;
@@ -294,169 +273,86 @@ static int join_host(jw *w, const char *host, tp_view *v, int nv,
 			for (int c = a + 1; c < n && !rc; c++) {
 				int la = map[lsrc * n + a], lc = map[lsrc * n + c];
 				int ia = map[i * n + a], ic = map[i * n + c];
-				int n1 = v[lsrc].link[la * v[lsrc].ngpus + lc] ==
-				         TM_LINK_NV ? v[lsrc].nv[la * v[lsrc].ngpus + lc] : 0;
+				int n1 = L->link[la * L->ngpus + lc] == TM_LINK_NV
+				         ? L->nv[la * L->ngpus + lc] : 0;
 				int n2 = v[i].link[ia * v[i].ngpus + ic] == TM_LINK_NV
 				         ? v[i].nv[ia * v[i].ngpus + ic] : 0;
 				if (n1 != n2)
-					rc = disagree(prefer, err, "host %s: GPUs %d and "
+					rc = disagree(J->prefer, err, "host %s: GPUs %d and "
 					              "%d: %d NVLinks in %s, %d in %s",
-					              host, a, c, n1,
-					              vname(&v[lsrc], b1, sizeof b1), n2,
+					              J->host, a, c, n1,
+					              vname(L, b1, sizeof b1), n2,
 					              vname(&v[i], b2, sizeof b2));
 			}
 	}
-	if (!rc) {
-		tp_view *L = &v[lsrc];
-		jw_obj(w, NULL, false);
-		jw_str(w, "host", host);
-		jw_arr(w, "gpus", false);
-		for (int g = 0; g < n; g++) {
-			const tp_gpu *x = &v[base].gpus[g];
-			jw_obj(w, NULL, true);
-			jw_int(w, "index", x->index >= 0 ? x->index : g);
-			if (x->uuid)
-				jw_str(w, "uuid", x->uuid);
-			else
-				jw_null(w, "uuid");
-			if (x->pci)
-				jw_str(w, "pci_bus_id", x->pci);
-			else
-				jw_null(w, "pci_bus_id");
-			if (x->model)  /* jw_str writes any bytes as valid JSON */
-				jw_str(w, "model", x->model);
-			else
-				jw_null(w, "model");
-			jw_num(w, "memory_gib", x->memory_gib, 0);
-			jw_end_obj(w);
-		}
-		jw_end_arr(w);
-		jw_arr(w, "links", false);
-		for (int a = 0; a < n; a++) {
-			jw_arr(w, NULL, true);
-			for (int c = 0; c < n; c++) {
-				char nb[16];
-				int la = map[lsrc * n + a], lc = map[lsrc * n + c];
-				size_t k = (size_t)la * (size_t)L->ngpus + (size_t)lc;
-				jw_str(w, NULL, tm_link_name(L->link[k], L->nv[k], nb));
-			}
-			jw_end_arr(w);
-		}
-		jw_end_arr(w);
-		jw_null(w, "link_gb_per_s");
-		jw_null(w, "net_gb_per_s");
-		jw_null(w, "net_group");
+	return rc;
+}
+
+/* The host's "nodes" entry: the base view's GPUs, the chosen links. */
+static void write_node(const join *J, jw *w)
+{
+	const tp_view *L = &J->v[J->lsrc];
+	int n = J->n;
+
+	jw_obj(w, NULL, false);
+	jw_str(w, "host", J->host);
+	jw_arr(w, "gpus", false);
+	for (int g = 0; g < n; g++) {
+		const tp_gpu *x = &J->v[J->base].gpus[g];
+		jw_obj(w, NULL, true);
+		jw_int(w, "index", x->index >= 0 ? x->index : g);
+		if (x->uuid)
+			jw_str(w, "uuid", x->uuid);
+		else
+			jw_null(w, "uuid");
+		if (x->pci)
+			jw_str(w, "pci_bus_id", x->pci);
+		else
+			jw_null(w, "pci_bus_id");
+		if (x->model)  /* jw_str writes any bytes as valid JSON */
+			jw_str(w, "model", x->model);
+		else
+			jw_null(w, "model");
+		jw_num(w, "memory_gib", x->memory_gib, 0);
 		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_arr(w, "links", false);
+	for (int a = 0; a < n; a++) {
+		jw_arr(w, NULL, true);
+		for (int c = 0; c < n; c++) {
+			char nb[16];
+			int la = J->map[J->lsrc * n + a], lc = J->map[J->lsrc * n + c];
+			size_t k = (size_t)la * (size_t)L->ngpus + (size_t)lc;
+			jw_str(w, NULL, tm_link_name(L->link[k], L->nv[k], nb));
+		}
+		jw_end_arr(w);
+	}
+	jw_end_arr(w);
+	jw_null(w, "link_gb_per_s");
+	jw_null(w, "net_gb_per_s");
+	jw_null(w, "net_group");
+	jw_end_obj(w);
+}
+
+/* Joins the views of one host into cluster JSON (one "nodes" entry), and
+ * passes on what the sources could not tell. */
+static int join_host(jw *w, const char *host, tp_view *v, int nv,
+                     const char *prefer, tm_error *err)
+{
+	join J = { host, v, nv, prefer, -1, 0, NULL, -1 };
+	int rc;
+
+	if (!(rc = pick_base(&J, err)) && !(rc = map_gpus(&J, err)) &&
+	    !(rc = join_facts(&J, err)) && !(rc = pick_links(&J, err)) &&
+	    !(rc = check_nvlink(&J, err))) {
+		write_node(&J, w);
 		for (int i = 0; i < nv; i++)
 			for (int k = 0; k < v[i].nnotes; k++)
 				tm_warn("host %s: %s", host, v[i].notes[k]);
 	}
-	free(map);
+	free(J.map);
 	return rc;
-}
-
-/* ---- the live machine ------------------------------------------------------ */
-
-/* Runs cmd, keeping its standard output in a temporary file whose name
- * goes to path; false when it could not run or failed. */
-static bool run_to_file(const char *cmd, char path[64])
-{
-	char buf[8192];
-	FILE *p, *f;
-	int fd, st;
-	size_t n;
-	snprintf(path, 64, "/tmp/thermap-topo-XXXXXX");
-	fd = mkstemp(path);
-	if (fd < 0)
-		return false;
-	f = fdopen(fd, "w");
-	p = popen(cmd, "r");
-	if (!f || !p) {
-		if (p)
-			pclose(p);
-		if (f)
-			fclose(f);
-		unlink(path);
-		return false;
-	}
-	while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-		fwrite(buf, 1, n, f);
-	st = pclose(p);
-	fclose(f);
-	if (st != 0) {
-		unlink(path);
-		return false;
-	}
-	return true;
-}
-
-/* hwloc shows NVLink only through its NVLinkBandwidth distances; a
- * hwloc view without a single NVLink pair may just not have had them. */
-static void mark_nv_unknown(tp_view *v)
-{
-	size_t n = (size_t)v->ngpus;
-	if (!v->link)
-		return;
-	for (size_t k = 0; k < n * n; k++)
-		if (v->link[k] == TM_LINK_NV)
-			return;
-	v->nv_unknown = true;
-}
-
-/* hwloc live, and nvidia-smi when it runs here. */
-static int read_local(tp_view **views, int *nv, tm_error *err)
-{
-	tp_view hw, smi, list;
-	char path[64];
-	int rc;
-
-	if ((rc = tp_read_hwloc(NULL, &hw, err)))
-		return rc;
-	if ((rc = tp_check_view(&hw, err))) {
-		tp_view_free(&hw);
-		return rc;
-	}
-	mark_nv_unknown(&hw);
-	if (run_to_file("nvidia-smi topo -m 2>/dev/null", path)) {
-		rc = tp_read_smi_topo(path, &smi, err);
-		unlink(path);
-		if (!rc && (rc = tp_check_view(&smi, err)))
-			tp_view_free(&smi);
-		if (rc) {
-			tp_view_free(&hw);
-			return rc;
-		}
-		smi.source = "local";
-		free(smi.file);
-		smi.file = xstrdup("nvidia-smi topo -m");
-		if (run_to_file("nvidia-smi --query-gpu=index,uuid,pci.bus_id,"
-		                "name,memory.total --format=csv 2>/dev/null",
-		                path)) {
-			rc = tp_read_gpu_list(path, &list, err);
-			unlink(path);
-			if (!rc && (rc = tp_check_view(&list, err)))
-				tp_view_free(&list);
-			if (rc) {
-				tp_view_free(&hw);
-				tp_view_free(&smi);
-				return rc;
-			}
-			list.source = "local";
-			free(list.file);
-			list.file = xstrdup("nvidia-smi --query-gpu");
-			*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
-			(*views)[(*nv)++] = list;
-		}
-		*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
-		(*views)[(*nv)++] = smi;
-	} else {
-		tp_note(&hw, "nvidia-smi did not run here: link codes other "
-		        "than NVLink come from the PCI tree, and GPU UUIDs are "
-		        "known only where hwloc's NVML backend reports them");
-	}
-	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
-	(*views)[(*nv)++] = hw;
-	return 0;
 }
 
 /* ---- the command --------------------------------------------------------- */
@@ -464,27 +360,21 @@ static int read_local(tp_view **views, int *nv, tm_error *err)
 static int read_one(const tm_topo_input *in, tp_view **views, int *nv,
                     tm_error *err)
 {
+	const tp_source *src = tp_source_find(in->kind);
 	tp_view v;
 	int rc;
-	if (!strcmp(in->kind, "local"))
-		return read_local(views, nv, err);
-	if (!strcmp(in->kind, "smi-topo"))
-		rc = tp_read_smi_topo(in->file, &v, err);
-	else if (!strcmp(in->kind, "gpus"))
-		rc = tp_read_gpu_list(in->file, &v, err);
-	else if (!strcmp(in->kind, "hwloc"))
-		rc = tp_read_hwloc(in->file, &v, err);
-	else if (!strcmp(in->kind, "nccl"))
-		rc = tp_read_nccl(in->file, &v, err);
-	else
+	if (!src)
 		return tm_fail(err, TM_EUSAGE, "unknown source kind %s", in->kind);
+	if (src->read_live)
+		return src->read_live(views, nv, err);
+	rc = src->read(in->file, &v, err);
 	if (!rc && (rc = tp_check_view(&v, err)))
-		tp_view_free(&v);
+		tp_view_clear(&v);
 	if (rc)
 		return rc;
-	v.source = in->kind;   /* name sources as the options do */
-	if (!strcmp(in->kind, "hwloc"))
-		mark_nv_unknown(&v);
+	v.source = src->name;   /* name sources as the options do */
+	if (src->tells & TP_NVLINK_UNSURE)
+		tp_mark_nv_unknown(&v);
 	*views = xrealloc(*views, (size_t)(*nv + 1) * sizeof **views);
 	(*views)[(*nv)++] = v;
 	return 0;
@@ -546,10 +436,12 @@ int tm_topo_build(const tm_topo_input *in, int n, const char *prefer,
 			if (in[i].host) {
 				host = xstrdup(in[i].host);
 			} else {
+				/* the host a source names, else this machine's */
+				const tp_source *src = tp_source_find(in[i].kind);
 				for (int k = 0; k < nv && !host; k++)
 					if (views[k].host)
 						host = xstrdup(views[k].host);
-				if (!host && !strcmp(in[i].kind, "local")) {
+				if (!host && src && src->read_live) {
 					char hn[256] = "";
 					if (gethostname(hn, sizeof hn - 1) == 0 &&
 					    tm_valid_host(hn))
@@ -574,7 +466,7 @@ int tm_topo_build(const tm_topo_input *in, int n, const char *prefer,
 		}
 		free(host);
 		for (int k = 0; k < nv; k++)
-			tp_view_free(&views[k]);
+			tp_view_clear(&views[k]);
 		free(views);
 		i = j;
 	}

@@ -1,12 +1,17 @@
 /*
  * topo.h — what each topology source says about one host (a "view"), and
  * the readers that build views: `nvidia-smi topo -m` text and GPU lists
- * (topo_smi.c), hwloc XML or the live machine (topo_hwloc.c), NCCL
- * topology XML (topo_nccl.c). topo.c joins the views of a host, checks them
- * against each other and writes thermap.cluster/1.
+ * (smi.c), hwloc XML or the live machine (hwloc.c), NCCL topology XML
+ * (nccl.c), and this machine through them (local.c). The helpers every
+ * reader builds a view with are view.c's; topo.c, above the readers, joins
+ * the views of a host, checks them against each other and writes
+ * thermap.cluster/1.
  *
  * Readers never print or exit: they fill a view or return an exit code
  * with err set to one line naming the file and the place.
+ *
+ * Layer: above format and base, beside telemetry. Only hwloc.c includes
+ * <hwloc.h>.
  */
 #ifndef THERMAP_TOPO_H
 #define THERMAP_TOPO_H
@@ -51,8 +56,10 @@ typedef struct tp_view {
 	int ignored;
 } tp_view;
 
+/* view.c: a view's life. tp_view_clear releases what v holds (v itself is
+ * the caller's) and leaves it empty. */
 void tp_view_init(tp_view *v, const char *source, const char *file);
-void tp_view_free(tp_view *v);
+void tp_view_clear(tp_view *v);
 /* Appends a GPU (all fields unknown) and returns it. */
 tp_gpu *tp_add_gpu(tp_view *v);
 /* Allocates the link matrices for v->ngpus GPUs, all SYS, diagonal X. */
@@ -95,11 +102,57 @@ int tp_read_nccl_text(const char *file, const char *data, size_t len,
 /* The *_text readers read len bytes at data instead of the file, which
  * then only names them in messages (tests and fuzz harnesses). */
 
-/* Checks a view as every source's must hold (no UUID or PCI bus id twice,
- * NVLink counts within NV1..NV64) and joins the views of one host into a
- * thermap.cluster/1 document of that host alone, as `thermap topo` does;
- * *cluster is new text. */
+/* Reads this machine (local.c): hwloc's live view, and, when nvidia-smi
+ * runs here, its `topo -m` matrix and GPU list, each checked with
+ * tp_check_view and named "local"; appends them to *views (*nv of them,
+ * reallocated). Nothing is appended on an error. */
+int tp_read_local(tp_view **views, int *nv, tm_error *err);
+
+/* ---- the topology sources ---------------------------------------------------
+ * One row per source `thermap topo` reads (topo.c): its name, as the
+ * option --NAME, --prefer NAME and tm_topo_input.kind say it; its reader;
+ * what it can tell, and whose word counts most where sources differ.
+ * Adding a source is a reader and a row. */
+enum tp_tells {
+	TP_TELLS_LINKS = 1 << 0,   /* a link matrix between its GPUs */
+	TP_NVLINK_UNSURE = 1 << 1  /* a matrix without NVLink may only not have
+	                              seen it (hwloc): tp_mark_nv_unknown */
+};
+
+typedef struct tp_source {
+	const char *name;      /* "smi-topo", "gpus", "hwloc", "nccl", "local" */
+	/* reads FILE into one view; NULL for the live machine */
+	int (*read)(const char *file, tp_view *v, tm_error *err);
+	/* reads this machine, appending views (tp_read_local); NULL for the
+	 * sources read from a FILE */
+	int (*read_live)(tp_view **views, int *nv, tm_error *err);
+	unsigned tells;        /* enum tp_tells */
+	int id_rank;           /* the GPU facts of the source of least rank
+	                          are the base the others are checked against */
+	int nvlink_rank;       /* among matrices that know NVLink pairs only
+	                          (nv_only), the one of least rank is used */
+} tp_source;
+
+/* The sources, in the order the command line lists them. */
+extern const tp_source tp_sources[];
+extern const int tp_nsources;
+/* The source named name, or NULL. */
+const tp_source *tp_source_find(const char *name);
+/* Appends the names of the sources that tell all of tells (0: every
+ * source) to b, each after prefix: "--smi-topo, --hwloc, --nccl or
+ * --local" for ("--", TP_TELLS_LINKS). */
+void tp_source_names(strbuf *b, const char *prefix, unsigned tells);
+
+/* view.c: checks a view as every source's must hold (no UUID or PCI bus
+ * id twice, NVLink counts within NV1..NV64). */
 int tp_check_view(const tp_view *v, tm_error *err);
+/* view.c: hwloc shows NVLink only through its NVLinkBandwidth distances,
+ * so a view without a single NVLink pair may just not have had them: its
+ * NVLink is marked unknown (nv_unknown). */
+void tp_mark_nv_unknown(tp_view *v);
+
+/* topo.c: joins the views of one host into a thermap.cluster/1 document
+ * of that host alone, as `thermap topo` does; *cluster is new text. */
 int tp_join_views(const char *host, tp_view *v, int nv, const char *prefer,
                   char **cluster, tm_error *err);
 

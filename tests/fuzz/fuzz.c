@@ -153,5 +153,5 @@ void fuzz_topology(const char *kind, const uint8_t *data, size_t size)
 	else
 		fuzz_cluster_loads(kind, cl);
 	free(cl);
-	tp_view_free(&v);
+	tp_view_clear(&v);
 }

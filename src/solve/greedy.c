@@ -1,0 +1,573 @@
+/*
+ * greedy.c — the heuristics behind tm_solve: greedy (node ranks by
+ * decreasing work onto hosts whose GPUs are faster and cooler, each node
+ * rank's heaviest ranks on the best free GPUs, then pairwise swaps inside
+ * hosts and replica balancing), the coolest-first rule of thumb that uses
+ * no model, and the pieces other solvers reuse (tm_greedy_node,
+ * tm_swap_descent). The greedy placement is also the integer program's
+ * warm start. Which method runs, and what is reported, is solve.c's.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "solve/solve.h"
+
+/* ---- greedy -------------------------------------------------------------- */
+
+/* Indices by decreasing key, ties by decreasing key2 (when not NULL),
+ * then by index: the context of cmp_key_desc. */
+typedef struct key_order {
+	const double *key;
+	const double *key2;
+} key_order;
+
+static int cmp_key_desc(const void *a, const void *b, void *ctx)
+{
+	const key_order *o = ctx;
+	int i = *(const int *)a, j = *(const int *)b;
+	double x = o->key[i], y = o->key[j];
+	if (x != y)
+		return x < y ? 1 : -1;
+	if (o->key2 && o->key2[i] != o->key2[j])
+		return o->key2[i] < o->key2[j] ? 1 : -1;
+	return i - j;
+}
+
+/* Sorts n indices at idx by decreasing key, then key2 (may be NULL). */
+static void sort_desc(int *idx, int n, const double *key, const double *key2)
+{
+	key_order o = { key, key2 };
+	tm_sort(idx, (size_t)n, sizeof(int), cmp_key_desc, &o);
+}
+
+/* Better GPUs first: faster, then cooler under full load; ctx is the
+ * problem. */
+static int cmp_gpu(const void *a, const void *b, void *ctx)
+{
+	int g = *(const int *)a, h = *(const int *)b;
+	const tm_problem *pb = ctx;
+	double x = tm_gpu_temp(pb, g, 1), y = tm_gpu_temp(pb, h, 1);
+	if (pb->derate[g] != pb->derate[h])
+		return pb->derate[g] < pb->derate[h] ? -1 : 1;
+	if (x != y)
+		return x < y ? -1 : 1;
+	return g - h;
+}
+
+/* Places node n on host h: tensor-parallel groups (or single ranks) in
+ * decreasing work, each on the best free GPUs that satisfy tp_nvlink. */
+bool tm_greedy_node(const tm_problem *pb, int n, int h, int *flat)
+{
+	const tm_node *node = &pb->c->nodes[h];
+	int first = pb->host_first[h], ng = node->ngpus;
+	int tp = pb->pol->tp_nvlink ? pb->job->size[TM_TP] : 1;
+	int *gpus = xmalloc(sizeof(int) * (size_t)ng);
+	int *slots = xmalloc(sizeof(int) * (size_t)pb->nproc);
+	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
+	unsigned char *taken = xcalloc((size_t)ng, 1), *done;
+	bool ok = true;
+
+	done = xcalloc((size_t)pb->nproc, 1);
+	for (int i = 0; i < ng; i++)
+		gpus[i] = first + i;
+	tm_sort(gpus, (size_t)ng, sizeof(int), cmp_gpu, (void *)pb);
+	for (int i = 0; i < pb->nproc; i++) {
+		int r = n * pb->nproc + i;
+		slots[i] = r;
+		key[r] = pb->work[pb->rank_stage[r]];
+	}
+	sort_desc(slots, pb->nproc, key, NULL);
+	for (int i = 0; i < pb->nproc && ok; i++) {
+		int r = slots[i], grp[64], ngrp = 0, chosen[64];
+		if (done[r - n * pb->nproc])
+			continue;
+		/* the rank's tensor-parallel group, when it must be on NVLink */
+		if (tp > 1 && tp <= 64) {
+			int base = (pb->rank_rep[r] * pb->npp + pb->rank_stage[r]) *
+			           pb->nmember + pb->rank_member[r] / tp * tp;
+			for (int k = 0; k < tp; k++)
+				grp[ngrp++] = pb->inst_rank[base + k];
+		} else {
+			grp[ngrp++] = r;
+		}
+		ok = false;
+		for (int s = 0; s < ng && !ok; s++) {
+			int nc = 0;
+			for (int k = s; k < ng && nc < ngrp; k++) {
+				int g = gpus[k], fit = !taken[g - first] &&
+				        tm_fits(pb, grp[nc], g);
+				for (int q = 0; q < nc && fit && tp > 1; q++)
+					fit = tm_nvlink(pb, chosen[q], g);
+				if (fit)
+					chosen[nc++] = g;
+			}
+			if (nc == ngrp)
+				ok = true;
+		}
+		for (int k = 0; ok && k < ngrp; k++) {
+			int rr = grp[k];
+			if (rr / pb->nproc != n) {
+				ok = false;
+				break;
+			}
+			flat[rr] = chosen[k];
+			taken[chosen[k] - first] = 1;
+			done[rr - n * pb->nproc] = 1;
+		}
+	}
+	free(gpus);
+	free(slots);
+	free(key);
+	free(taken);
+	free(done);
+	return ok;
+}
+
+void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
+                     bool (*keep)(void *ud, const int *flat), void *ud)
+{
+	int *owner = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	bool improved = true;
+
+	for (int pass = 0; improved && pass < passes; pass++) {
+		improved = false;
+		for (int g = 0; g < pb->ngpu; g++)
+			owner[g] = -1;
+		for (int r = 0; r < pb->nranks; r++)
+			owner[flat[r]] = r;
+		for (int r = 0; r < pb->nranks; r++) {
+			int h = pb->gpu_host[flat[r]], first = pb->host_first[h];
+			for (int g = first; g < first + pb->c->nodes[h].ngpus; g++) {
+				int o = owner[g], old = flat[r];
+				if (g == old || (o >= 0 && o < r))
+					continue;
+				flat[r] = g;
+				if (o >= 0)
+					flat[o] = old;
+				if (keep(ud, flat)) {
+					owner[g] = r;
+					owner[old] = o;
+					improved = true;
+					continue;
+				}
+				flat[r] = old;
+				if (o >= 0)
+					flat[o] = g;
+			}
+		}
+	}
+	free(owner);
+}
+
+/* local_search keeps a change better by the lexicographic objective and
+ * feasible */
+typedef struct lex_state {
+	const tm_problem *pb;
+	tm_eval cur;
+} lex_state;
+
+static bool keep_lex(void *ud, const int *flat)
+{
+	lex_state *L = ud;
+	tm_eval ev;
+	char why[256];
+	tm_eval_flat(L->pb, flat, 0, &ev);
+	if (!tm_eval_better(L->pb, &ev, &L->cur) ||
+	    !tm_constraints_ok(L->pb, flat, ev.iteration_ms, why, sizeof why))
+		return false;
+	L->cur = ev;
+	return true;
+}
+
+/* Pairwise swaps (and moves to idle GPUs) inside each host while they
+ * improve the lexicographic objective. */
+static void local_search(const tm_problem *pb, int *flat)
+{
+	lex_state L;
+	L.pb = pb;
+	tm_eval_flat(pb, flat, 0, &L.cur);
+	tm_swap_descent(pb, flat, 50, keep_lex, &L);
+}
+
+/* The rule of thumb without a model: on the hosts torchrun would use, the
+ * ranks of each node in decreasing work on that host's GPUs in increasing
+ * full-load temperature. No derates, links or swaps. */
+void tm_solve_coolest(const tm_problem *pb, int *flat)
+{
+	int *slots = xmalloc(sizeof(int) * (size_t)pb->nproc);
+	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
+	double *cool = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+
+	tm_identity(pb, flat);
+	for (int g = 0; g < pb->ngpu; g++)
+		cool[g] = -tm_gpu_temp(pb, g, 1);
+	for (int r = 0; r < pb->nranks; r++)
+		key[r] = pb->work[pb->rank_stage[r]];
+	for (int n = 0; n < pb->nnodes; n++) {
+		int h = pb->gpu_host[flat[n * pb->nproc]];
+		int first = pb->host_first[h], ng = pb->c->nodes[h].ngpus;
+		int *gpus = xmalloc(sizeof(int) * (size_t)ng);
+		for (int i = 0; i < ng; i++)
+			gpus[i] = first + i;
+		sort_desc(gpus, ng, cool, NULL);
+		for (int i = 0; i < pb->nproc; i++)
+			slots[i] = n * pb->nproc + i;
+		sort_desc(slots, pb->nproc, key, NULL);
+		for (int i = 0; i < pb->nproc; i++)
+			flat[slots[i]] = gpus[i];
+		free(gpus);
+	}
+	free(slots);
+	free(key);
+	free(cool);
+}
+
+/* ---- replica balancing ---------------------------------------------------
+ * Two node ranks whose local ranks have the same pipeline rank and member
+ * position, place by place, are interchangeable: each can take the other's
+ * GPUs as they are, and every constraint still holds. Exchanging them
+ * moves work between data-parallel replicas without changing which work
+ * any GPU does, so temperatures at a fixed reference time do not change;
+ * only the replicas' times do. Starting from the slowest replica, take the
+ * exchange that shortens it most, while one does. */
+
+static bool same_kind(const tm_problem *pb, int n1, int n2)
+{
+	for (int i = 0; i < pb->nproc; i++) {
+		int a = n1 * pb->nproc + i, b = n2 * pb->nproc + i;
+		if (pb->rank_stage[a] != pb->rank_stage[b] ||
+		    pb->rank_member[a] != pb->rank_member[b])
+			return false;
+	}
+	return true;
+}
+
+static void swap_nodes(const tm_problem *pb, int *flat, int n1, int n2)
+{
+	for (int i = 0; i < pb->nproc; i++) {
+		int a = n1 * pb->nproc + i, b = n2 * pb->nproc + i, t = flat[a];
+		flat[a] = flat[b];
+		flat[b] = t;
+	}
+}
+
+/* The replicas whose ranks are on nodes n1 and n2, into reps (distinct);
+ * returns their number. */
+static int node_reps(const tm_problem *pb, int n1, int n2, int *reps)
+{
+	int k = 0;
+	for (int j = 0; j < 2; j++) {
+		int n = j ? n2 : n1;
+		for (int i = 0; i < pb->nproc; i++) {
+			int d = pb->rank_rep[n * pb->nproc + i], seen = 0;
+			for (int q = 0; q < k && !seen; q++)
+				seen = reps[q] == d;
+			if (!seen)
+				reps[k++] = d;
+		}
+	}
+	return k;
+}
+
+static void balance_replicas(const tm_problem *pb, int *flat)
+{
+	int nn = pb->nnodes, *kind = xmalloc(sizeof(int) * (size_t)nn);
+	int *first = xmalloc(sizeof(int) * (size_t)nn), nfirst = 0;
+	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
+	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	double ar = tm_allreduce_ms(pb, flat);
+	unsigned char *mine = xmalloc((size_t)nn);
+
+	/* kinds: the first node rank of the same kind; compared only with
+	 * the first of each kind found so far (a few: one per pipeline
+	 * rank, typically) */
+	for (int n = 0; n < nn; n++) {
+		kind[n] = n;
+		for (int i = 0; i < nfirst; i++)
+			if (same_kind(pb, first[i], n)) {
+				kind[n] = first[i];
+				break;
+			}
+		if (kind[n] == n)
+			first[nfirst++] = n;
+	}
+	for (int d = 0; d < pb->nrep; d++)
+		td[d] = tm_rep_ms(pb, flat, d);
+	/* each exchange shortens the slowest replica or a tie of it; the cap
+	 * only bounds the work on huge inputs */
+	for (int iter = 0; iter < 4096; iter++) {
+		int worst = 0, b1 = -1, b2 = -1;
+		double best, tmax;
+		for (int d = 1; d < pb->nrep; d++)
+			if (td[d] > td[worst])
+				worst = d;
+		best = tmax = td[worst];
+		memset(mine, 0, (size_t)nn);
+		for (int i = 0; i < pb->npp * pb->nmember; i++)
+			mine[pb->inst_rank[worst * pb->npp * pb->nmember + i] /
+			     pb->nproc] = 1;
+		for (int n1 = 0; n1 < nn; n1++) {
+			if (!mine[n1])
+				continue;
+			for (int n2 = 0; n2 < nn; n2++) {
+				int k;
+				double hi = 0;
+				if (n2 == n1 || kind[n2] != kind[n1])
+					continue;
+				bool ar_ok = true;
+				swap_nodes(pb, flat, n1, n2);
+				k = node_reps(pb, n1, n2, reps);
+				for (int q = 0; q < k; q++)
+					hi = fmax(hi, tm_rep_ms(pb, flat, reps[q]));
+				/* the gradient all-reduce must not grow (it moves
+				 * only when the network has groups) */
+				if (ar > 0 && hi < best - 1e-9 * (1 + tmax))
+					ar_ok = tm_allreduce_ms(pb, flat) <=
+					        ar + 1e-9 * (1 + ar);
+				swap_nodes(pb, flat, n1, n2);
+				/* strictly better, by more than rounding */
+				if (ar_ok && hi < best - 1e-9 * (1 + tmax)) {
+					best = hi;
+					b1 = n1;
+					b2 = n2;
+				}
+			}
+		}
+		if (b1 < 0)
+			break;
+		swap_nodes(pb, flat, b1, b2);
+		for (int q = 0, k = node_reps(pb, b1, b2, reps); q < k; q++)
+			td[reps[q]] = tm_rep_ms(pb, flat, reps[q]);
+		if (ar > 0)
+			ar = tm_allreduce_ms(pb, flat);
+	}
+	free(kind);
+	free(first);
+	free(reps);
+	free(td);
+	free(mine);
+}
+
+/* ---- network groups in the greedy host order ----------------------------
+ * Between hosts of one net_group the network may be faster than across
+ * groups. When it is, and node ranks talk over it (pipeline hops between
+ * node ranks, or a gradient all-reduce between replicas), the greedy order
+ * fills one group before the next, so that neighbours stay inside a group
+ * where they can. */
+
+/* Are hosts a and b in one net_group? Hosts without one are, as for the
+ * network's bandwidths, in one group of their own. */
+static bool same_group(const tm_problem *pb, int a, int b)
+{
+	const char *x = pb->c->nodes[a].net_group, *y = pb->c->nodes[b].net_group;
+	return x && y ? !strcmp(x, y) : !x && !y;
+}
+
+/* A host's NIC bandwidth, unknown as unlimited. */
+static double nic(const tm_problem *pb, int h)
+{
+	double x = pb->c->nodes[h].net_gb_per_s;
+	return isfinite(x) ? x : INFINITY;
+}
+
+/* Do groups matter? They do when two usable hosts of different groups
+ * have less bandwidth between them than they would have inside one group.
+ * The pair to look at is the one whose slower NIC is fastest: the host
+ * with the fastest NIC and the fastest of the other groups. */
+static bool groups_differ(const tm_problem *pb)
+{
+	const tm_cluster *c = pb->c;
+	int a = -1, b = -1;
+	double inside = INFINITY;
+
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		if (a < 0 || nic(pb, h) > nic(pb, a))
+			a = h;
+	}
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		if (!same_group(pb, a, h) && (b < 0 || nic(pb, h) > nic(pb, b)))
+			b = h;
+	}
+	if (b < 0)
+		return false;  /* one group */
+	/* inside one group: the NICs and the same-group figure; when none is
+	 * known the bandwidth is a guess, and groups cannot be told apart */
+	inside = fmin(nic(pb, a), nic(pb, b));
+	if (isfinite(c->same_group_gb_per_s))
+		inside = fmin(inside, c->same_group_gb_per_s);
+	return isfinite(inside) && pb->net_bw[a * pb->nhost + b] < inside;
+}
+
+/* Does any transfer run between node ranks: a pipeline hop, or an edge of
+ * a gradient all-reduce ring? */
+static bool traffic_between_nodes(const tm_problem *pb)
+{
+	for (int d = 0; d < pb->nrep; d++)
+		for (int k = 0; k < pb->nhops; k++)
+			for (int q = 0; q < pb->nmember; q++) {
+				const tm_hop *hp = &pb->hops[k];
+				int a = pb->inst_rank[(d * pb->npp + hp->from) *
+				                      pb->nmember + q];
+				int b = pb->inst_rank[(d * pb->npp + hp->to) *
+				                      pb->nmember + q];
+				if (a / pb->nproc != b / pb->nproc)
+					return true;
+			}
+	for (int s = 0; pb->nrep > 1 && s < pb->npp; s++)
+		if (tm_grad_mib(pb, s) > 0)
+			for (int i = 0; i < pb->nmember; i++)
+				for (int d = 0; d < pb->nrep; d++) {
+					int e = (d + 1) % pb->nrep;
+					int r = pb->inst_rank[(d * pb->npp + s) *
+					                      pb->nmember + i];
+					int t = pb->inst_rank[(e * pb->npp + s) *
+					                      pb->nmember + i];
+					if (r / pb->nproc != t / pb->nproc)
+						return true;
+				}
+	return false;
+}
+
+/* Reorders hosts (sorted best first) group by group: the groups in the
+ * order of their best hosts, each group's hosts in their order. Returns
+ * whether that is called for (groups differ and node ranks talk) and
+ * changes the order. */
+static bool group_hosts(const tm_problem *pb, int *hosts)
+{
+	int n = pb->nusable, k = 0;
+	int *out;
+	unsigned char *done;
+	bool moved;
+
+	if (n < 2 || !groups_differ(pb) || !traffic_between_nodes(pb))
+		return false;
+	out = xmalloc(sizeof(int) * (size_t)n);
+	done = xcalloc((size_t)n, 1);
+	/* hosts is sorted best first: the first host not yet taken is the
+	 * best of the next group; take its group, in order */
+	for (int u = 0; u < n; u++) {
+		if (done[u])
+			continue;
+		for (int w = u; w < n; w++)
+			if (!done[w] && same_group(pb, hosts[u], hosts[w])) {
+				done[w] = 1;
+				out[k++] = hosts[w];
+			}
+	}
+	moved = memcmp(hosts, out, sizeof(int) * (size_t)n) != 0;
+	memcpy(hosts, out, sizeof(int) * (size_t)n);
+	free(out);
+	free(done);
+	return moved;
+}
+
+/* The i-th node rank of nodes on the i-th host of hosts. */
+static bool place_nodes(const tm_problem *pb, const int *nodes,
+                        const int *hosts, int *flat)
+{
+	bool ok = true;
+	for (int i = 0; i < pb->nnodes && ok; i++)
+		ok = tm_greedy_node(pb, nodes[i], hosts[i], flat);
+	return ok;
+}
+
+/* After the host order: swaps inside hosts, then replica balancing. */
+static void greedy_finish(const tm_problem *pb, int *flat)
+{
+	if (pb->nranks <= 1024)
+		local_search(pb, flat);
+	if (pb->crit[0] == TM_CRIT_TIME && pb->nrep > 1)
+		balance_replicas(pb, flat);
+}
+
+/* Completes alt (local search, replica balancing) and takes it into flat
+ * when flat has no placement yet (ok false) or alt is better; returns
+ * whether flat has one. */
+static bool finish_better(const tm_problem *pb, int *alt, int *flat, bool ok)
+{
+	tm_eval ea, eb;
+	greedy_finish(pb, alt);
+	tm_eval_flat(pb, alt, 0, &ea);
+	if (ok)
+		tm_eval_flat(pb, flat, 0, &eb);
+	if (!ok || tm_eval_better(pb, &ea, &eb)) {
+		memcpy(flat, alt, sizeof(int) * (size_t)pb->nranks);
+		ok = true;
+	}
+	return ok;
+}
+
+int tm_solve_greedy(const tm_problem *pb, int *flat)
+{
+	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
+	int *nodes = xmalloc(sizeof(int) * (size_t)pb->nnodes);
+	int *hosts = xmalloc(sizeof(int) * (size_t)pb->nusable);
+	double *hkey = xcalloc((size_t)pb->nhost, sizeof(double));
+	double *hspeed = xcalloc((size_t)pb->nhost, sizeof(double));
+	bool ok = true;
+
+	/* heavier node ranks on hosts whose best GPUs are faster and cooler */
+	for (int n = 0; n < pb->nnodes; n++) {
+		key[n] = 0;
+		for (int i = 0; i < pb->nproc; i++)
+			key[n] += pb->work[pb->rank_stage[n * pb->nproc + i]];
+		nodes[n] = n;
+	}
+	sort_desc(nodes, pb->nnodes, key, NULL);
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u], first = pb->host_first[h];
+		int ng = pb->c->nodes[h].ngpus, size = pb->nmember, nslot;
+		double *d = xmalloc(sizeof(double) * (size_t)ng), slow = 0;
+		for (int g = first; g < first + ng; g++)
+			hkey[h] -= tm_gpu_temp(pb, g, 1);
+		/* speed as instances of tp·cp ranks see it */
+		if (size < 1 || size > ng)
+			size = 1;
+		nslot = tm_host_slots(pb, h, size, d);
+		for (int j = 0; j < nslot; j++)
+			slow += d[j];
+		/* time first: speed decides and heat breaks ties; otherwise a
+		 * blend where 1 % of speed weighs like 10 °C */
+		hkey[h] /= ng;
+		hspeed[h] = -slow / nslot;
+		if (pb->crit[0] != TM_CRIT_TIME)
+			hkey[h] += 1000 * hspeed[h];
+		free(d);
+		hosts[u] = h;
+	}
+	if (pb->crit[0] == TM_CRIT_TIME)
+		sort_desc(hosts, pb->nusable, hspeed, hkey);
+	else
+		sort_desc(hosts, pb->nusable, hkey, NULL);
+	ok = place_nodes(pb, nodes, hosts, flat);
+	if (ok)
+		greedy_finish(pb, flat);
+	/* with network groups: also group by group, and keep the better */
+	if (group_hosts(pb, hosts)) {
+		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		if (place_nodes(pb, nodes, hosts, alt))
+			ok = finish_better(pb, alt, flat, ok);
+		free(alt);
+	}
+	/* torchrun's placement, improved by the same swaps, when it comes out
+	 * better: a descent from greedy's start can stop in a valley of wear
+	 * that the placement it would replace does not have */
+	if (pb->nranks <= 1024) {
+		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		tm_eval ea;
+		char why[256];
+		tm_identity(pb, alt);
+		if (tm_constraints_ok(pb, alt, tm_eval_flat(pb, alt, 0, &ea), why,
+		                      sizeof why))
+			ok = finish_better(pb, alt, flat, ok);
+		free(alt);
+	}
+	free(key);
+	free(nodes);
+	free(hosts);
+	free(hkey);
+	free(hspeed);
+	return ok ? 0 : TM_EINFEASIBLE;
+}
