@@ -1,5 +1,9 @@
 /*
- * cmd_compare.c — `thermap compare`: several policies on one job, simulated, as a table.
+ * cmd_compare.c — `thermap compare`: several policies on one job, each
+ * placement simulated with thermal feedback, as one table; or a recording
+ * replayed window by window (--replay). Its rows, its --help, and the
+ * calls into the library (tm_compare, tm_compare_replay), which plan,
+ * simulate and write the table.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -7,51 +11,77 @@
 
 #include "cli/cli.h"
 
-static const char usage_compare[] =
-"usage: thermap compare --cluster FILE --profile FILE --job FILE POLICY_FILE...\n"
-"                       [--format text|markdown|csv|json] [--svg FILE]\n"
-"                       [--svg-scale LO:HI|auto] [--allow-unprofiled]\n"
-"       thermap compare --cluster FILE --job FILE --replay LOG [--replay LOG]...\n"
-"                       [--window SECONDS] [--host NAME] POLICY_FILE...\n"
-"                       [--format text|markdown|csv|json]\n"
-"\n"
-"Plans the job with each policy, plays every placement in the event-level\n"
-"simulator with thermal feedback, and prints one row per policy: iteration\n"
-"time and gain over torchrun's placement, tokens/s (with\n"
-"tokens_per_iteration in the job), peak temperature, throttled time, energy\n"
-"per iteration, solver status, ranks moved, layers (docs/compare.md).\n"
-"\n"
-"  POLICY_FILE...       thermap.policy/1 files, one row each, in order\n"
-"  --format F           text (default), markdown, csv or json\n"
-"  --svg FILE           also draw each policy's GPUs coloured by simulated\n"
-"                       temperature, with stage labels (SVG, atomically)\n"
-"  --svg-scale LO:HI    the picture's colour scale in degrees C (default\n"
-"                       30:90, the same for every picture); auto: from the\n"
-"                       coolest to the hottest GPU pictured\n"
-"  --replay LOG         a telemetry recording instead of --profile: plan on\n"
-"                       each window, score on the next\n"
-"  --window SECONDS     replay window length (default 600)\n"
-"  --host NAME          host of the GPUs in the --replay logs (default: as\n"
-"                       in thermap profile)\n"
-"  --allow-unprofiled   GPUs without a profile entry count as the worst one\n"
-"  --help               this text\n"
-"exit: 0 with the table (a policy that cannot place says why in its row),\n"
-"2 usage, 4 invalid input, 1 internal error.\n";
-
-
-/* compare's operands are policy files; each --replay adds a log */
 typedef struct compare_args {
-	const char **polf, **logs;
+	const char *cluster, *profile, *job, *format, *svg, *svg_scale,
+	           *window, *host;
+	bool unprof;
+	const char **polf, **logs;  /* the operands; each --replay (argc) */
 	int npol, nlog;
 } compare_args;
 
-static int compare_arg(void *ud, const opt *o, const char *v)
+#define AT(field) offsetof(compare_args, field)
+
+static const cli_opt rows[] = {
+	{ "--cluster", NULL, "FILE", CLI_REQUIRED, AT(cluster),
+	  "thermap.cluster/1: hosts, GPUs, links", NULL },
+	{ "--profile", NULL, "FILE", 0, AT(profile),
+	  "thermap.profile/1: per-GPU thermal profile", NULL },
+	{ "--job", NULL, "FILE", CLI_REQUIRED, AT(job),
+	  "thermap.job/1: parallel sizes, schedule, stage costs", NULL },
+	{ NULL, NULL, "POLICY_FILE...", CLI_REQUIRED, 0,
+	  "thermap.policy/1 files, one row each, in order",
+	  "at least one POLICY_FILE" },
+	{ "--format", NULL, "F", 0, AT(format),
+	  "text (default), markdown, csv or json", NULL },
+	{ "--svg", NULL, "FILE", 0, AT(svg),
+	  "also draw each policy's GPUs coloured by simulated\n"
+	  "temperature, with stage labels (SVG, atomically)", NULL },
+	{ "--svg-scale", NULL, "LO:HI", 0, AT(svg_scale),
+	  "the picture's colour scale in degrees C (default\n"
+	  "30:90, the same for every picture); auto: from the\n"
+	  "coolest to the hottest GPU pictured", NULL },
+	{ "--replay", NULL, "LOG", CLI_EACH, 0,
+	  "a telemetry recording instead of --profile: plan on\n"
+	  "each window, score on the next", NULL },
+	{ "--window", NULL, "SECONDS", 0, AT(window),
+	  "replay window length (default 600)", NULL },
+	{ "--host", NULL, "NAME", 0, AT(host),
+	  "host of the GPUs in the --replay logs (default: as\n"
+	  "in thermap profile)", NULL },
+	{ "--allow-unprofiled", NULL, NULL, 0, AT(unprof),
+	  "GPUs without a profile entry count as the worst one", NULL },
+	CLI_END
+};
+
+static int run(int argc, char **argv);
+
+const cli_cmd cli_compare = {
+	"compare", "several policies on one job, simulated, as a table",
+	"thermap compare --cluster FILE --profile FILE --job FILE POLICY_FILE...\n"
+	"[--format text|markdown|csv|json] [--svg FILE]\n"
+	"[--svg-scale LO:HI|auto] [--allow-unprofiled]\n"
+	"thermap compare --cluster FILE --job FILE --replay LOG [--replay LOG]...\n"
+	"[--window SECONDS] [--host NAME] POLICY_FILE...\n"
+	"[--format text|markdown|csv|json]",
+	"Plans the job with each policy, plays every placement in the event-level\n"
+	"simulator with thermal feedback, and prints one row per policy: iteration\n"
+	"time and gain over torchrun's placement, tokens/s (with\n"
+	"tokens_per_iteration in the job), peak temperature, throttled time, energy\n"
+	"per iteration, solver status, ranks moved, layers (docs/compare.md).\n",
+	rows,
+	"exit: 0 with the table (a policy that cannot place says why in its row),\n"
+	"2 usage, 4 invalid input, 1 internal error.\n",
+	run,
+};
+
+/* the policy files, and each --replay log */
+static int file_arg(void *args, const cli_opt *o, const char *v)
 {
-	compare_args *A = ud;
+	compare_args *a = args;
 	if (!o)
-		A->polf[A->npol++] = v;
+		a->polf[a->npol++] = v;
 	else
-		A->logs[A->nlog++] = v;
+		a->logs[a->nlog++] = v;
 	return 0;
 }
 
@@ -73,134 +103,92 @@ static int parse_svg_scale(const char *v, double sc[2])
 	return sc[0] >= -50 && sc[1] <= 200 && sc[0] < sc[1] ? 0 : -1;
 }
 
-int cmd_compare(int argc, char **argv)
+/* 0, or TM_EUSAGE once it has said what does not go together */
+static int validate(const compare_args *a, int *f, double *window,
+                    double svg_scale[2])
 {
-	const char *cf = NULL, *pf = NULL, *jf = NULL, *fmt = "text",
-	           *svg = NULL, *win = NULL, *host = NULL, *scale = NULL,
-	           **polf, **logs;
-	double svg_scale[2] = { 0, 0 };
-	bool unprof = false, help = false;
-	int npol = 0, nlog = 0, f, rc = 0;
-	opt opts[] = {
-		{ "--cluster", NULL, OPT_ONE, &cf, NULL, 0 },
-		{ "--profile", NULL, OPT_ONE, &pf, NULL, 0 },
-		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
-		{ "--format", NULL, OPT_ONE, &fmt, NULL, 0 },
-		{ "--svg", NULL, OPT_ONE, &svg, NULL, 0 },
-		{ "--svg-scale", NULL, OPT_ONE, &scale, NULL, 0 },
-		{ "--window", NULL, OPT_ONE, &win, NULL, 0 },
-		{ "--host", NULL, OPT_ONE, &host, NULL, 0 },
-		{ "--replay", NULL, OPT_EACH, NULL, NULL, 0 },
-		{ "--allow-unprofiled", NULL, OPT_FLAG, NULL, &unprof, 0 },
-		OPT_END,
-	};
-	compare_args A;
-	tm_cluster *c = NULL;
-	tm_profile *p = NULL;
-	tm_job *j = NULL;
-	tm_policy **pols;
-	tm_tele_input *in;
-	tm_error err = { 0, "" };
-	double window = 600;
-	char *out = NULL;
-
-	polf = xcalloc((size_t)argc, sizeof *polf);
-	logs = xcalloc((size_t)argc, sizeof *logs);
-	pols = xcalloc((size_t)argc, sizeof *pols);
-	in = xcalloc((size_t)argc, sizeof *in);
-	A = (compare_args){ polf, logs, 0, 0 };
-	rc = parse(argc, argv, opts, "compare", compare_arg, &A, &help);
-	npol = A.npol;
-	nlog = A.nlog;
-	if (rc)
-		goto out;
-	if (help) {
-		fputs(usage_compare, stdout);
-		goto out;
-	}
-	if (host && !tm_valid_host(host)) {
-		rc = usage_error("compare ", "--host '%s': expected a host name",
-		                 host);
-		goto out;
-	}
-	if ((f = tm_compare_format(fmt)) < 0) {
-		rc = usage_error("compare ", "--format '%s': expected text, "
-		                 "markdown, csv or json", fmt);
-		goto out;
-	}
-	if (win) {
+	if (a->host && !tm_valid_host(a->host))
+		return cli_usage(&cli_compare, "--host '%s': expected a host name",
+		                 a->host);
+	if ((*f = tm_compare_format(a->format ? a->format : "text")) < 0)
+		return cli_usage(&cli_compare, "--format '%s': expected text, "
+		                 "markdown, csv or json", a->format);
+	if (a->window) {
 		char *end;
-		window = strtod(win, &end);
-		if (*end || !(window >= 1 && window <= 1e7)) {
-			rc = usage_error("compare ", "--window '%s': expected seconds "
-			                 "from 1 to 10000000", win);
-			goto out;
-		}
+		*window = strtod(a->window, &end);
+		if (*end || !(*window >= 1 && *window <= 1e7))
+			return cli_usage(&cli_compare, "--window '%s': expected "
+			                 "seconds from 1 to 10000000", a->window);
 	}
-	if (!cf || !jf || (!pf && !nlog) || !npol) {
-		rc = usage_error("compare ", "compare needs %s", !cf ? "--cluster" :
-		                 !jf ? "--job" : !npol ? "at least one POLICY_FILE" :
-		                 "--profile (or --replay LOG)");
-		goto out;
-	}
-	if (pf && nlog) {
-		rc = usage_error("compare ", "%s", "--profile and --replay: give "
+	if (!a->profile && !a->nlog)
+		return cli_usage(&cli_compare, "%s", "compare needs --profile (or "
+		                 "--replay LOG)");
+	if (a->profile && a->nlog)
+		return cli_usage(&cli_compare, "%s", "--profile and --replay: give "
 		                 "one; replay makes a profile per window");
-		goto out;
-	}
-	if (nlog && svg) {
-		rc = usage_error("compare ", "%s", "--svg draws one profile's "
+	if (a->nlog && a->svg)
+		return cli_usage(&cli_compare, "%s", "--svg draws one profile's "
 		                 "placements; it does not go with --replay");
-		goto out;
-	}
-	if (scale && !svg) {
-		rc = usage_error("compare ", "%s", "--svg-scale sets the colours "
+	if (a->svg_scale && !a->svg)
+		return cli_usage(&cli_compare, "%s", "--svg-scale sets the colours "
 		                 "of --svg FILE; give both");
-		goto out;
-	}
-	if (scale && parse_svg_scale(scale, svg_scale)) {
-		rc = usage_error("compare ", "--svg-scale '%s': expected LO:HI in "
-		                 "degrees C, LO below HI, both from -50 to 200, or "
-		                 "auto", scale);
-		goto out;
-	}
-	if ((svg && (rc = tm_check_file_target(svg, &err))) ||
-	    (rc = tm_cluster_load(cf, &c, &err)) ||
-	    (pf && (rc = tm_profile_load(pf, &p, &err))) ||
-	    (rc = tm_job_load(jf, &j, &err)))
-		goto fail;
-	for (int i = 0; i < npol; i++)
-		if ((rc = tm_policy_load(polf[i], &pols[i], &err)))
-			goto fail;
-	for (int i = 0; i < nlog; i++)
-		in[i] = (tm_tele_input){ logs[i], host, NULL };
-	rc = nlog ? tm_compare_replay(c, in, nlog, window, j, pols, npol,
-	                              unprof, f, &out, &err)
-	          : tm_compare(c, p, j, pols, npol, unprof, f, svg,
-	                       scale ? svg_scale : NULL, &out,
-	                       &err);
-	if (rc)
-		goto fail;
-	if (f == 3)  /* json */
-		fputs(out, stdout);
-	else
-		put_lines(stdout, out);
-	if (svg && f == 0)
-		say(stdout, "", "wrote %s", svg);
-	goto out;
-fail:
-	rc = report(&err);
-out:
-	for (int i = 0; i < npol; i++)
-		tm_policy_free(pols[i]);
-	free(pols);
-	free(polf);
-	free(logs);
-	free(in);
-	free(out);
-	tm_job_free(j);
-	tm_profile_free(p);
-	tm_cluster_free(c);
-	return rc;
+	if (a->svg_scale && parse_svg_scale(a->svg_scale, svg_scale))
+		return cli_usage(&cli_compare, "--svg-scale '%s': expected LO:HI "
+		                 "in degrees C, LO below HI, both from -50 to 200, "
+		                 "or auto", a->svg_scale);
+	return 0;
 }
 
+static int run(int argc, char **argv)
+{
+	compare_args a = { 0 };
+	cli_inputs in = { 0 };
+	double svg_scale[2] = { 0, 0 }, window = 600;
+	tm_policy **pols;
+	tm_tele_input *logs;
+	tm_error err = { 0, "" };
+	char *out = NULL;
+	int f = CLI_COMPARE_TEXT, rc;
+
+	a.polf = xcalloc((size_t)argc, sizeof *a.polf);
+	a.logs = xcalloc((size_t)argc, sizeof *a.logs);
+	pols = xcalloc((size_t)argc, sizeof *pols);
+	logs = xcalloc((size_t)argc, sizeof *logs);
+	if (!cli_parse(&cli_compare, argc, argv, &a, file_arg, &rc) ||
+	    (rc = validate(&a, &f, &window, svg_scale)))
+		goto out;
+	if ((a.svg && (rc = tm_check_file_target(a.svg, &err))) ||
+	    (rc = cli_inputs_load(&in, a.cluster, a.profile, a.job, &err)))
+		goto fail;
+	for (int i = 0; i < a.npol; i++)
+		if ((rc = tm_policy_load(a.polf[i], &pols[i], &err)))
+			goto fail;
+	for (int i = 0; i < a.nlog; i++)
+		logs[i] = (tm_tele_input){ a.logs[i], a.host, NULL };
+	rc = a.nlog ? tm_compare_replay(in.c, logs, a.nlog, window, in.j, pols,
+	                                a.npol, a.unprof, f, &out, &err)
+	            : tm_compare(in.c, in.p, in.j, pols, a.npol, a.unprof, f,
+	                         a.svg, a.svg_scale ? svg_scale : NULL, &out,
+	                         &err);
+	if (rc)
+		goto fail;
+	if (f == CLI_COMPARE_JSON)
+		fputs(out, stdout);
+	else
+		cli_put_lines(stdout, out);
+	if (a.svg && f == CLI_COMPARE_TEXT)
+		cli_say(stdout, "", "wrote %s", a.svg);
+	goto out;
+fail:
+	rc = cli_report(&err);
+out:
+	for (int i = 0; i < a.npol; i++)
+		tm_policy_free(pols[i]);
+	free(pols);
+	free(a.polf);
+	free(a.logs);
+	free(logs);
+	free(out);
+	cli_inputs_clear(&in);
+	return rc;
+}

@@ -1,101 +1,100 @@
 /*
- * cmd_plan.c — `thermap plan`: cluster, profile, job and policy to a plan directory.
+ * cmd_plan.c — `thermap plan`: cluster, profile, job and policy to a plan
+ * directory. Its rows, its --help, and the calls into the library; the
+ * placement itself is the library's (tm_run_policy, tm_plan_write).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 
-static const char usage_plan[] =
-"usage: thermap plan --cluster FILE --profile FILE --job FILE [--policy FILE]\n"
-"                    -o DIR [--allow-unprofiled] [--write-lp FILE] [--quiet]\n"
-"\n"
-"  --cluster FILE       thermap.cluster/1: hosts, GPUs, links\n"
-"  --profile FILE       thermap.profile/1: per-GPU thermal profile\n"
-"  --job FILE           thermap.job/1: parallel sizes, schedule, stage costs\n"
-"  --policy FILE        thermap.policy/1 (default: the built-in thermal\n"
-"                       policy, policies/thermal.json)\n"
-"  -o, --out DIR        plan directory to write (replaced atomically)\n"
-"  --allow-unprofiled   treat GPUs without a profile entry as the worst\n"
-"                       profiled GPU instead of failing\n"
-"  --write-lp FILE      also write the integer program of phase 0 (the\n"
-"                       best iteration time) in CPLEX LP format, whatever\n"
-"                       the method, before solving (docs/model.md, 10)\n"
-"  --quiet              print nothing on stdout (errors and warnings\n"
-"                       still go to stderr)\n"
-"  --help               this text\n";
+typedef struct plan_args {
+	const char *cluster, *profile, *job, *policy, *out, *lp;
+	bool unprof, quiet;
+} plan_args;
 
+#define AT(field) offsetof(plan_args, field)
+
+static const cli_opt rows[] = {
+	{ "--cluster", NULL, "FILE", CLI_REQUIRED, AT(cluster),
+	  "thermap.cluster/1: hosts, GPUs, links", NULL },
+	{ "--profile", NULL, "FILE", CLI_REQUIRED, AT(profile),
+	  "thermap.profile/1: per-GPU thermal profile", NULL },
+	{ "--job", NULL, "FILE", CLI_REQUIRED, AT(job),
+	  "thermap.job/1: parallel sizes, schedule, stage costs", NULL },
+	{ "--policy", NULL, "FILE", 0, AT(policy),
+	  "thermap.policy/1 (default: the built-in thermal\n"
+	  "policy, policies/thermal.json)", NULL },
+	{ "--out", "-o", "DIR", CLI_REQUIRED, AT(out),
+	  "plan directory to write (replaced atomically)", "-o DIR" },
+	{ "--allow-unprofiled", NULL, NULL, 0, AT(unprof),
+	  "treat GPUs without a profile entry as the worst\n"
+	  "profiled GPU instead of failing", NULL },
+	{ "--write-lp", NULL, "FILE", 0, AT(lp),
+	  "also write the integer program of phase 0 (the\n"
+	  "best iteration time) in CPLEX LP format, whatever\n"
+	  "the method, before solving (docs/model.md, 10)", NULL },
+	{ "--quiet", NULL, NULL, 0, AT(quiet),
+	  "print nothing on stdout (errors and warnings\n"
+	  "still go to stderr)", NULL },
+	CLI_END
+};
+
+static int run(int argc, char **argv);
+
+const cli_cmd cli_plan = {
+	"plan", "cluster + profile + job (+ policy) -> plan directory",
+	"thermap plan --cluster FILE --profile FILE --job FILE [--policy FILE]\n"
+	"-o DIR [--allow-unprofiled] [--write-lp FILE] [--quiet]",
+	NULL, rows, NULL, run,
+};
 
 /* The phase-0 program of the job as given, before any solving. */
-static int write_lp(const tm_cluster *c, const tm_profile *p, const tm_job *j,
-                    const tm_policy *pol, bool unprof, const char *file,
+static int write_lp(const cli_inputs *in, bool unprof, const char *file,
                     tm_error *err)
 {
 	tm_problem *pb = NULL;
-	int rc = tm_problem_new(c, p, j, pol, unprof, &pb, err);
+	int rc = tm_problem_new(in->c, in->p, in->j, in->pol, unprof, &pb, err);
 	if (!rc)
 		rc = tm_write_lp(pb, file, err);
 	tm_problem_free(pb);
 	return rc;
 }
 
-
-int cmd_plan(int argc, char **argv)
+static int run(int argc, char **argv)
 {
-	const char *cf = NULL, *pf = NULL, *jf = NULL, *polf = NULL, *out = NULL,
-	           *lpf = NULL;
-	bool unprof = false, quiet = false, help = false;
-	opt opts[] = {
-		{ "--cluster", NULL, OPT_ONE, &cf, NULL, 0 },
-		{ "--profile", NULL, OPT_ONE, &pf, NULL, 0 },
-		{ "--job", NULL, OPT_ONE, &jf, NULL, 0 },
-		{ "--policy", NULL, OPT_ONE, &polf, NULL, 0 },
-		{ "--out", "-o", OPT_ONE, &out, NULL, 0 },
-		{ "--allow-unprofiled", NULL, OPT_FLAG, NULL, &unprof, 0 },
-		{ "--write-lp", NULL, OPT_ONE, &lpf, NULL, 0 },
-		{ "--quiet", NULL, OPT_FLAG, NULL, &quiet, 0 },
-		OPT_END,
-	};
-	inputs in;
-	tm_run run;
+	plan_args a = { 0 };
+	cli_inputs in = { 0 };
+	tm_run res;
 	tm_error err = { 0, "" };
 	int rc;
 
-	memset(&run, 0, sizeof run);
-	memset(&in, 0, sizeof in);
-	if ((rc = parse(argc, argv, opts, "plan", NULL, NULL, &help)))
+	memset(&res, 0, sizeof res);
+	if (!cli_parse(&cli_plan, argc, argv, &a, NULL, &rc))
 		return rc;
-	if (help) {
-		fputs(usage_plan, stdout);
-		return 0;
-	}
-	if (!cf || !pf || !jf || !out)
-		return usage_error("plan ", "plan needs %s", !cf ? "--cluster" :
-		                   !pf ? "--profile" : !jf ? "--job" : "-o DIR");
 	/* what is in the way of the outputs is said before any work */
-	if ((rc = tm_plan_check_target(out, &err)) ||
-	    (lpf && (rc = tm_check_file_target(lpf, &err))) ||
-	    (rc = load_inputs(cf, pf, jf, polf, &in, &err)) ||
-	    (lpf && (rc = write_lp(in.c, in.p, in.j, in.pol, unprof, lpf,
-	                           &err))) ||
-	    (rc = tm_run_policy(in.c, in.p, in.j, in.pol, unprof, &run,
+	if ((rc = tm_plan_check_target(a.out, &err)) ||
+	    (a.lp && (rc = tm_check_file_target(a.lp, &err))) ||
+	    (rc = cli_inputs_load(&in, a.cluster, a.profile, a.job, &err)) ||
+	    (rc = cli_policy_load(&in, a.policy, &err)) ||
+	    (a.lp && (rc = write_lp(&in, a.unprof, a.lp, &err))) ||
+	    (rc = tm_run_policy(in.c, in.p, in.j, in.pol, a.unprof, &res,
 	                        &err)) ||
-	    (rc = tm_plan_write(run.pb, &run.sol, out, &err))) {
-		rc = report(&err);
+	    (rc = tm_plan_write(res.pb, &res.sol, a.out, &err))) {
+		rc = cli_report(&err);
 		goto out;
 	}
-	if (!quiet) {
-		char *s = tm_plan_summary(run.pb, &run.sol);
-		put_lines(stdout, s);
-		say(stdout, "", "wrote %s (plan.json, env/, launch.txt)", out);
-		if (lpf)
-			say(stdout, "", "wrote %s (phase 0 integer program, CPLEX "
-			    "LP)", lpf);
+	if (!a.quiet) {
+		char *s = tm_plan_summary(res.pb, &res.sol);
+		cli_put_lines(stdout, s);
+		cli_say(stdout, "", "wrote %s (plan.json, env/, launch.txt)", a.out);
+		if (a.lp)
+			cli_say(stdout, "", "wrote %s (phase 0 integer program, CPLEX "
+			        "LP)", a.lp);
 		free(s);
 	}
 out:
-	tm_run_free(&run);
-	free_inputs(&in);
+	tm_run_free(&res);
+	cli_inputs_clear(&in);
 	return rc;
 }
-

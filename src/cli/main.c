@@ -1,6 +1,9 @@
 /*
- * main.c — the thermap program: command-line parsing, messages and exit
- * codes around libthermap. Nothing here decides a placement.
+ * main.c — the thermap program: the table of commands and the dispatch to
+ * them, `thermap --help`, `--version`, and what every run shares (the
+ * standard streams, the exit code). Each command is its cmd_<name>.c;
+ * reading options, --help and messages are opt.c's. Nothing here decides
+ * a placement.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,27 +14,47 @@
 
 #include "cli/cli.h"
 
-static const char usage_main[] =
+/* The commands, in the order `thermap --help` lists them. A new command is
+ * its cmd_<name>.c and a line here. */
+extern const cli_cmd cli_topo, cli_profile, cli_plan, cli_replan,
+       cli_compare, cli_check, cli_calibrate, cli_diff;
+
+static const cli_cmd *const commands[] = {
+	&cli_topo,
+	&cli_profile,
+	&cli_plan,
+	&cli_replan,
+	&cli_compare,
+	&cli_check,
+	&cli_calibrate,
+	&cli_diff,
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const char help_head[] =
 "usage: thermap COMMAND [OPTIONS]\n"
 "\n"
 "Place pipeline stages of a training job on the GPUs with the most thermal\n"
 "headroom, and write the torchrun environment that realises the placement.\n"
 "\n"
-"commands:\n"
-"  topo     topology reports (topo -m, GPU list, hwloc, NCCL) -> cluster\n"
-"  profile  telemetry logs -> per-GPU thermal profile\n"
-"  plan     cluster + profile + job (+ policy) -> plan directory\n"
-"  replan   previous plan + fresh profile -> a new plan only if worth it\n"
-"  compare  several policies on one job, simulated, as a table\n"
-"  check    confirm that a plan directory does what plan.json says\n"
-"  calibrate  a plan that ran + its telemetry -> the profile fitted to it\n"
-"  diff     the ranks that move between two plans, and why\n"
+"commands:\n";
+
+static const char help_tail[] =
 "\n"
 "Run 'thermap COMMAND --help' for a command's options: --name VALUE or\n"
 "--name=VALUE, each at most once unless it applies to the files after it;\n"
 "'--' ends the options.\n"
 "exit codes: 0 ok, 1 internal error, 2 usage, 3 no change worth making,\n"
 "4 invalid input, 5 infeasible, 6 solver limit without a placement.\n";
+
+static void help(void)
+{
+	fputs(help_head, stdout);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-7s  %s\n", commands[i]->name, commands[i]->summary);
+	fputs(help_tail, stdout);
+}
 
 /* A closed standard stream would hand its number to the first file
  * opened, and output meant for it would land there: each closed one is
@@ -68,39 +91,24 @@ static int finish(int rc)
 
 static int run(int argc, char **argv)
 {
+	const cli_cmd *c = NULL;
 	if (argc < 2)
-		return usage_error("", "%s", "no command given");
+		return cli_usage(NULL, "%s", "no command given");
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
-		fputs(usage_main, stdout);
+		help();
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(argv[1], commands[i]->name))
+			c = commands[i];
+	if (!strcmp(argv[1], "--version") || cli_version_asked(c, argc, argv)) {
 		printf("thermap %s\n", TM_VERSION);
 		return 0;
 	}
-	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--version")) {
-			printf("thermap %s\n", TM_VERSION);
-			return 0;
-		}
-	if (!strcmp(argv[1], "topo"))
-		return cmd_topo(argc, argv);
-	if (!strcmp(argv[1], "profile"))
-		return cmd_profile(argc, argv);
-	if (!strcmp(argv[1], "plan"))
-		return cmd_plan(argc, argv);
-	if (!strcmp(argv[1], "check"))
-		return cmd_check(argc, argv);
-	if (!strcmp(argv[1], "compare"))
-		return cmd_compare(argc, argv);
-	if (!strcmp(argv[1], "replan"))
-		return cmd_replan(argc, argv);
-	if (!strcmp(argv[1], "diff"))
-		return cmd_diff(argc, argv);
-	if (!strcmp(argv[1], "calibrate"))
-		return cmd_calibrate(argc, argv);
-	return usage_error("", "unknown command '%s'", argv[1]);
+	if (!c)
+		return cli_usage(NULL, "unknown command '%s'", argv[1]);
+	return c->run(argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -109,6 +117,6 @@ int main(int argc, char **argv)
 	/* a file over the size limit (ulimit -f) is a write error to report,
 	 * not a signal that kills the program */
 	signal(SIGXFSZ, SIG_IGN);
-	tm_set_warn(on_warn, NULL);
+	tm_set_warn(cli_on_warn, NULL);
 	return finish(run(argc, argv));
 }
