@@ -197,6 +197,14 @@ void cli_help(const cli_cmd *c, FILE *f)
 
 /* ---- the parser ----------------------------------------------------------- */
 
+/* What asks the program something is never an option's value: given where
+ * a value is due, the value is missing. */
+static bool never_value(const char *a)
+{
+	return !strcmp(a, "--help") || !strcmp(a, "-h") ||
+	       !strcmp(a, "--version");
+}
+
 bool cli_parse(const cli_cmd *c, int argc, char **argv, void *args,
                cli_each each, int *rc)
 {
@@ -246,7 +254,7 @@ bool cli_parse(const cli_cmd *c, int argc, char **argv, void *args,
 		}
 		if (eq) {
 			v = eq + 1;
-		} else if (i + 1 < argc) {
+		} else if (i + 1 < argc && !never_value(argv[i + 1])) {
 			v = argv[++i];
 		} else {
 			*rc = cli_usage(c, "option '%s' needs a value", a);
@@ -276,10 +284,20 @@ bool cli_parse(const cli_cmd *c, int argc, char **argv, void *args,
 
 bool cli_version_asked(const cli_cmd *c, int argc, char **argv)
 {
-	(void)c;
-	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++)
-		if (!strcmp(argv[i], "--version"))
+	for (int i = 2; i < argc && strcmp(argv[i], "--"); i++) {
+		const char *a = argv[i];
+		const cli_opt *o;
+		if (!strcmp(a, "--version"))
 			return true;
+		if (!c || a[0] != '-' || (a[1] == '-' && strchr(a, '=')) ||
+		    !(o = row_find(c, a, strlen(a), false)) || !o->arg)
+			continue;
+		/* an option that expects its value next: the value is skipped,
+		 * and a --version in its place is cli_parse's usage error */
+		if (i + 1 < argc && never_value(argv[i + 1]))
+			return false;
+		i++;
+	}
 	return false;
 }
 
