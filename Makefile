@@ -126,6 +126,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 	@: >$(B)/skipped.log
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
+	@THERMAP=$(B)/thermap sh tests/cli/options.sh
 	@THERMAP=$(B)/thermap sh tests/cli/inert.sh
 	@THERMAP=$(B)/thermap sh tests/cli/writes.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
@@ -153,6 +154,7 @@ check-san:
 	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
+	@THERMAP=build-san/thermap sh tests/cli/options.sh
 	@THERMAP=build-san/thermap sh tests/cli/inert.sh
 	@THERMAP=build-san/thermap sh tests/cli/writes.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh

@@ -8,8 +8,9 @@
  *
  * Adding an option to a command: a row in its cmd_<name>.c, a field of its
  * args struct, the code that uses it, and its entry in docs/thermap.1
- * (OPTIONS, in the rows' order). Adding a command: a
- * cmd_<name>.c exporting its cli_cmd, and one line in main.c's table.
+ * (OPTIONS, in the rows' order: tests/cli/options.sh compares them row by
+ * row). Adding a command: a cmd_<name>.c exporting its cli_cmd, and one
+ * line in main.c's table (and its section of the man page).
  *
  * Nothing here decides a placement; the library does.
  * Layer: the top; above ops and everything below it.
