@@ -27,7 +27,8 @@
 
 /* What a row asks of the parser (cli_opt.flags). */
 enum {
-	CLI_REQUIRED = 1 << 0,  /* missing: "thermap: CMD needs NAME", exit 2 */
+	CLI_REQUIRED = 1 << 0,  /* missing: "thermap: CMD needs NAME", exit 2
+	                         * (a row of one value, or the operands') */
 	CLI_EACH = 1 << 1,      /* repeatable: each one handed to the command's
 	                         * cli_each in order, among the operands */
 };

@@ -15,7 +15,7 @@
 #include "cli/cli.h"
 
 /* The commands, in the order `thermap --help` lists them. A new command is
- * its cmd_<name>.c and a line here. */
+ * its cmd_<name>.c, its entry's name below and its line in the table. */
 extern const cli_cmd cli_topo, cli_profile, cli_plan, cli_replan,
        cli_compare, cli_check, cli_calibrate, cli_diff;
 
