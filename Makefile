@@ -17,6 +17,10 @@ B       ?= build
 LIB_SRC  = $(sort $(wildcard src/base/*.c src/format/*.c src/telemetry/*.c \
                   src/topo/*.c src/model/*.c src/solve/*.c src/ops/*.c))
 LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
+# the program: every source file of src/cli/ (main.c, the option parser,
+# one file per command), linked against the library
+CLI_SRC  = $(sort $(wildcard src/cli/*.c))
+CLI_OBJ  = $(CLI_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_base test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
            test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
            test_calibrate test_output
@@ -50,7 +54,7 @@ $(B)/libthermap.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/thermap: $(B)/cli/main.o $(B)/libthermap.a
+$(B)/thermap: $(CLI_OBJ) $(B)/libthermap.a
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(LDEXTRA)
 
 $(B)/bench: $(B)/bench.o $(B)/libthermap.a
@@ -122,6 +126,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 	@: >$(B)/skipped.log
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
 	@THERMAP=$(B)/thermap sh tests/cli/run.sh
+	@THERMAP=$(B)/thermap sh tests/cli/options.sh
 	@THERMAP=$(B)/thermap sh tests/cli/inert.sh
 	@THERMAP=$(B)/thermap sh tests/cli/writes.sh
 	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
@@ -149,6 +154,7 @@ check-san:
 	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
 	@THERMAP=build-san/thermap sh tests/cli/run.sh
+	@THERMAP=build-san/thermap sh tests/cli/options.sh
 	@THERMAP=build-san/thermap sh tests/cli/inert.sh
 	@THERMAP=build-san/thermap sh tests/cli/writes.sh
 	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
