@@ -2,19 +2,14 @@
  * cmd_topo.c — `thermap topo`: what machines report about their topology
  * (nvidia-smi topo -m, GPU lists, hwloc XML, NCCL topology files, the live
  * machine) to a thermap.cluster/1 document. Its rows, its --help, the
- * list of sources, and the call into the library (tm_topo_build), which
+ * sources as the library's registry names them, and the call into the library (tm_topo_build), which
  * reads the sources and joins them.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-
-/* The sources, as tm_topo_input.kind and --prefer name them: each is also
- * the option --KIND (--local without a file). */
-static const char *const sources[] = { "smi-topo", "gpus", "hwloc", "nccl",
-                                       "local" };
-#define NSOURCES (sizeof sources / sizeof sources[0])
+#include "topo/topo.h"
 
 typedef struct topo_args {
 	const char *prefer, *out;
@@ -63,21 +58,12 @@ const cli_cmd cli_topo = {
 	rows, NULL, run,
 };
 
-/* The source name is (sources[]), or NULL */
+/* The source of that name in the library's registry (tp_sources, whose
+ * names are the options --NAME and --prefer's values), or NULL. */
 static const char *source(const char *name)
 {
-	for (size_t i = 0; i < NSOURCES; i++)
-		if (!strcmp(name, sources[i]))
-			return sources[i];
-	return NULL;
-}
-
-/* "A, B, C or D", each source after prefix */
-static void list_sources(strbuf *b, const char *prefix)
-{
-	for (size_t i = 0; i < NSOURCES; i++)
-		sb_addf(b, "%s%s%s", i == 0 ? "" : i + 1 < NSOURCES ? ", " : " or ",
-		        prefix, sources[i]);
+	const tp_source *t = tp_source_find(name);
+	return t ? t->name : NULL;
 }
 
 /* each --host, and each source with the --host given before it */
@@ -104,11 +90,11 @@ static int validate(const topo_args *a)
 	int rc = 0;
 	sb_init(&b);
 	if (a->prefer && !source(a->prefer)) {
-		list_sources(&b, "");
+		tp_source_names(&b, "", 0);
 		rc = cli_usage(&cli_topo, "--prefer '%s': expected %s", a->prefer,
 		               b.s);
 	} else if (a->n == 0) {
-		list_sources(&b, "--");
+		tp_source_names(&b, "--", 0);
 		rc = cli_usage(&cli_topo, "topo needs a source: %s", b.s);
 	}
 	sb_free(&b);
