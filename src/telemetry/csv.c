@@ -104,60 +104,11 @@ static bool smi_name(const char *n)
 	return false;
 }
 
-/* ---- numbers ------------------------------------------------------------ */
-
-static const double pow10tab[] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
-
 static inline uint64_t load8(const char *p)
 {
 	uint64_t x;
 	memcpy(&x, p, 8);
 	return x;
-}
-
-/* Parses [-]digits[.digits] exactly as strtod would (mantissa below 2^53
- * and at most 22 fraction digits: one correctly rounded division), else
- * through strtod. Returns the end, or NULL when there is no number. */
-static const char *parse_num(const char *p, const char *e, double *out)
-{
-	const char *s = p;
-	bool neg = false;
-	uint64_t m = 0;
-	int nd = 0, frac = 0;
-	if (p < e && (*p == '-' || *p == '+'))
-		neg = *p++ == '-';
-	while (p < e && (unsigned)(*p - '0') < 10) {
-		m = m * 10 + (uint64_t)(*p++ - '0');
-		nd++;
-	}
-	if (p < e && *p == '.') {
-		p++;
-		while (p < e && (unsigned)(*p - '0') < 10) {
-			m = m * 10 + (uint64_t)(*p++ - '0');
-			nd++;
-			frac++;
-		}
-	}
-	if (nd == 0)
-		return NULL;
-	if (nd > 15 || frac > 22 || (p < e && (*p == 'e' || *p == 'E'))) {
-		char buf[64], *end;
-		size_t n = (size_t)(e - s) < sizeof buf - 1 ? (size_t)(e - s)
-		                                            : sizeof buf - 1;
-		memcpy(buf, s, n);
-		buf[n] = '\0';
-		*out = strtod(buf, &end);
-		if (end == buf)
-			return NULL;
-		return s + (end - buf);
-	}
-	*out = (double)m / pow10tab[frac];
-	if (neg)
-		*out = -*out;
-	return p;
 }
 
 /* ---- columns ------------------------------------------------------------ */
@@ -612,7 +563,7 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
 	}
 	case C_NUM: {
 		double v;
-		const char *r = parse_num(vp, ve, &v);
+		const char *r = tl_parse_num(vp, ve, &v);
 		if (r && unit_ok(r, ve))
 			s->v[C->cols[c].field] = v;
 		else if (!is_missing(vp, ve))
@@ -649,7 +600,7 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
 	}
 	case C_COUNT: {
 		double v, *f = &s->v[C->cols[c].field];
-		const char *r = parse_num(vp, ve, &v);
+		const char *r = tl_parse_num(vp, ve, &v);
 		if (r && unit_ok(r, ve))
 			*f = isnan(*f) ? v : *f + v;
 		else if (!is_missing(vp, ve))
@@ -713,7 +664,7 @@ static int parse_row(csv *C, const char *line, size_t len,
 			}
 			if (nd > 0 && nd <= 15 && (v == e || *v == ',')) {
 				smp->v[cols[c].field] = frac ? (double)m /
-				        pow10tab[frac] : (double)m;
+				        tl_pow10[frac] : (double)m;
 				q = v;
 				goto next;
 			}
@@ -1550,7 +1501,7 @@ int tl_read_dmon(tl_src *src, tl_lines *L)
 			}
 			if (!strcmp(tok, "-"))
 				continue;
-			r = parse_num(tok, tok + strlen(tok), &v);
+			r = tl_parse_num(tok, tok + strlen(tok), &v);
 			if (!r || *r)
 				return tm_fail(src->err, TM_EINPUT, "%s:%ld: "
 				               "field %d: expected a number, "

@@ -46,7 +46,6 @@
 #define DERATE_MAX 100.0   /* derate and its SD at most (the profile's) */
 #define TIME_MAX_S 1e11    /* times read, either side of 1970: from the
                               year -1199 to 5138 */
-#define READ_CHUNK (1u << 20)
 
 const char *const tl_skip_names[TL_NSKIP] = {
 	[TL_SKIP_CUT] = "cut_last_line",
@@ -121,159 +120,6 @@ static int src_fail(const tl_src *src, const char *fmt, ...)
 		return tm_fail(src->err, TM_EINPUT, "%s:%ld: %s", src->file,
 		               src->line, m);
 	return tm_fail(src->err, TM_EINPUT, "%s: %s", src->file, m);
-}
-
-/* ---- lines --------------------------------------------------------------- */
-
-int tl_lines_open(tl_lines *L, const char *file, tm_error *err)
-{
-	memset(L, 0, sizeof *L);
-	L->file = file;
-	L->err = err;
-	if (strcmp(file, "-") == 0) {
-		L->fd = 0;
-	} else {
-		struct stat st;
-		int fl;
-		/* as tm_read_file: opening a FIFO without O_NONBLOCK waits for
-		 * a writer, and reading one, or a device, may never end */
-		L->fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (L->fd < 0)
-			return tm_fail(err, TM_EINPUT, "%s: cannot open: %s", file,
-			               strerror(errno));
-		if (fstat(L->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-			close(L->fd);
-			L->fd = -1;
-			return tm_fail(err, TM_EINPUT, "%s: not a regular file "
-			               "(a FIFO or device could block or never end; "
-			               "give it as - on standard input)", file);
-		}
-		if ((fl = fcntl(L->fd, F_GETFL)) >= 0)
-			fcntl(L->fd, F_SETFL, fl & ~O_NONBLOCK);
-	}
-	L->cap = READ_CHUNK + TL_MAX_LINE;
-	L->buf = xcalloc(L->cap + 1 + TL_SLACK, 1);
-	return 0;
-}
-
-int tl_lines_openb(tl_lines *L, const char *file, const char *text,
-                   size_t len, tm_error *err)
-{
-	memset(L, 0, sizeof *L);
-	L->file = file;
-	L->err = err;
-	L->fd = -1;   /* nothing to read: the whole input is in buf */
-	L->cap = len;
-	L->buf = xcalloc(len + 1 + TL_SLACK, 1);
-	memcpy(L->buf, text, len);
-	L->end = len;
-	L->eof = true;
-	return 0;
-}
-
-void tl_lines_close(tl_lines *L)
-{
-	if (L->fd > 0)
-		close(L->fd);
-	free(L->buf);
-	L->buf = NULL;
-	L->fd = -1;
-}
-
-/* Reads more input after compacting; returns bytes read, 0 at the end, -1
- * on error. */
-static long fill(tl_lines *L)
-{
-	ssize_t n;
-	if (L->start > 0) {
-		memmove(L->buf, L->buf + L->start, L->end - L->start);
-		L->end -= L->start;
-		L->base += (long long)L->start;
-		L->start = 0;
-	}
-	if (L->end >= L->cap)
-		return 0;
-	do
-		n = read(L->fd, L->buf + L->end, L->cap - L->end);
-	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		tm_fail(L->err, TM_EINPUT, "%s: read error: %s", L->file,
-		        strerror(errno));
-		return -1;
-	}
-	if (n == 0)
-		L->eof = true;
-	L->end += (size_t)n;
-	L->buf[L->end] = '\0';   /* a stop byte after the last line */
-	return n;
-}
-
-long long tl_lines_tell(const tl_lines *L)
-{
-	return L->base + (long long)L->start;
-}
-
-int tl_lines_seek(tl_lines *L, long long off, long lineno)
-{
-	if (L->fd < 0 || lseek(L->fd, (off_t)off, SEEK_SET) < 0)
-		return tm_fail(L->err, TM_EINPUT, "%s: cannot seek: %s", L->file,
-		               strerror(errno));
-	L->base = off;
-	L->start = L->end = 0;
-	L->eof = false;
-	L->lineno = lineno;
-	return 0;
-}
-
-size_t tl_lines_peek(tl_lines *L, const char **p)
-{
-	while (!L->eof && L->end < 4096)
-		if (fill(L) <= 0)
-			break;
-	*p = L->buf + L->start;
-	return L->end - L->start;
-}
-
-int tl_lines_next(tl_lines *L, const char **line, size_t *len)
-{
-	char *nl;
-	size_t scanned = 0;
-	for (;;) {
-		char *p = L->buf + L->start + scanned;
-		nl = memchr(p, '\n', L->end - L->start - scanned);
-		if (nl)
-			break;
-		scanned = L->end - L->start;
-		if (scanned > TL_MAX_LINE)
-			return tm_fail(L->err, TM_EINPUT,
-			               "%s:%ld: line longer than %u bytes; not a "
-			               "telemetry log", L->file, L->lineno + 1,
-			               TL_MAX_LINE);
-		if (L->eof) {
-			if (scanned == 0)
-				return 0;
-			nl = L->buf + L->end;  /* a last line without '\n' */
-			break;
-		}
-		if (fill(L) < 0)
-			return TM_EINPUT;
-	}
-	L->lineno++;
-	L->unterminated = nl == L->buf + L->end;
-	*line = L->buf + L->start;
-	*len = (size_t)(nl - *line);
-	L->start = (size_t)(nl - L->buf) + !L->unterminated;
-	if (*len > TL_MAX_LINE)
-		return tm_fail(L->err, TM_EINPUT,
-		               "%s:%ld: line longer than %u bytes; not a "
-		               "telemetry log", L->file, L->lineno, TL_MAX_LINE);
-	if (*len && (*line)[*len - 1] == '\r')
-		(*len)--;
-	if (memchr(*line, '\0', *len))
-		return tm_fail(L->err, TM_EINPUT,
-		               "%s:%ld: NUL byte: binary data, not a text "
-		               "telemetry log", L->file, L->lineno);
-	return 1;
 }
 
 /* ---- statistics ----------------------------------------------------------- */
@@ -1571,15 +1417,6 @@ static bool starts(const char *p, size_t n, const char *pre)
 	return n >= k && memcmp(p, pre, k) == 0;
 }
 
-bool tl_contains(const char *p, size_t n, const char *needle)
-{
-	size_t k = strlen(needle);
-	for (size_t i = 0; i + k <= n; i++)
-		if (p[i] == needle[0] && memcmp(p + i, needle, k) == 0)
-			return true;
-	return false;
-}
-
 /* Is this the start of a Prometheus exposition: a metric name followed by
  * '{' or a space? */
 static bool prom_line(const char *p, size_t n)
@@ -1748,34 +1585,6 @@ static void file_warnings(const tl_sink *k, const tl_src *s)
 		          : "bus ids or indices");
 }
 
-static void iso_time(char *buf, size_t cap, double t)
-{
-	long long s = (long long)floor(t), days = s / 86400, sod = s % 86400;
-	if (sod < 0)
-		sod += 86400, days--;
-	int ms = (int)lround((t - (double)s) * 1000);
-	long long z, era, doe, yoe, y, doy, mp, d, m;
-	if (ms == 1000) {   /* rounding carried into the next second */
-		ms = 0;
-		sod++;
-		if (sod == 86400)
-			sod = 0, days++;
-	}
-	/* civil_from_days (H. Hinnant) */
-	z = days + 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	y = yoe + era * 400;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	d = doy - (153 * mp + 2) / 5 + 1;
-	m = mp < 10 ? mp + 3 : mp - 9;
-	y += m <= 2;
-	snprintf(buf, cap, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03dZ",
-	         y, m, d, sod / 3600, sod / 60 % 60, sod % 60, ms);
-}
-
 static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus)
 {
 	jw w;
@@ -1804,9 +1613,9 @@ static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus)
 			jw_null(&w, "first");
 			jw_null(&w, "last");
 		} else {
-			iso_time(buf, sizeof buf, s->t_first);
+			tl_iso_time(buf, sizeof buf, s->t_first);
 			jw_str(&w, "first", buf);
-			iso_time(buf, sizeof buf, s->t_last);
+			tl_iso_time(buf, sizeof buf, s->t_last);
 			jw_str(&w, "last", buf);
 		}
 		jw_num(&w, "span_s", s->t_last - s->t_first, 3);

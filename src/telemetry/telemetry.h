@@ -229,10 +229,19 @@ int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
 int tl_read_qrange(tl_src *src, const char *text, size_t len);
 int tl_qrange_flush(tl_sink *k, tm_error *err);
 
-/* Shared by the CSV and Prometheus readers. */
+/* ---- parse.c: numbers and times in text -------------------------------- */
+
+/* Parses [-]digits[.digits] at p (before e) exactly as strtod would
+ * (mantissa below 2^53 and at most 22 fraction digits: one correctly
+ * rounded division), else through strtod. Returns the end, or NULL when
+ * there is no number. */
+const char *tl_parse_num(const char *p, const char *e, double *out);
+extern const double tl_pow10[23];   /* 1e0 .. 1e22, exact */
 /* Parses a time: "2026/11/21 12:15:28.037", ISO 8601 with optional
  * fraction and zone ("2025-09-24T03:17:04.490Z", "... +02:00"), or
  * seconds since 1970. Returns false when it is none of these. */
 bool tl_parse_time(const char *s, size_t n, double *t);
+/* t as "2026-01-01T00:00:00.000Z" (UTC, to the millisecond). */
+void tl_iso_time(char *buf, size_t cap, double t);
 
 #endif
