@@ -54,6 +54,20 @@ int jin_bool(const jin *J, struct json_t *obj, const char *path, const char *key
              int flags, bool *out);
 
 
+/* profile.c: the entries of a profile as the builder (telemetry/stats.c),
+ * --baseline and calibrate make them. init: every number null, index -1,
+ * basis unset; clear: frees what it holds, leaving it zeroed. round: every
+ * number to the decimals the writer writes it with, so that an entry the
+ * builder made is what a reader of its text gets. mark: field's
+ * "estimated" (or "calibrated") line, how (NULL drops it). took: appends
+ * name to "from_baseline". */
+void tm_gpu_profile_init(tm_gpu_profile *g);
+void tm_gpu_profile_clear(tm_gpu_profile *g);
+void tm_gpu_profile_round(tm_gpu_profile *g);
+void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
+                         const char *how);
+void tm_gpu_profile_took(tm_gpu_profile *g, const char *name);
+
 /* profile.c: a profile's text (of a window of telemetry) with what the
  * window could not measure taken from an earlier profile of the same GPUs
  * (base_text): the idle level always, and for a GPU never at full load

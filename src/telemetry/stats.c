@@ -1005,11 +1005,11 @@ static double rnd(double x, int d)
 	return strtod(buf, NULL);
 }
 
-/* Number fields that may be estimated, in the order of the entry. */
+/* Number fields that may be estimated. */
 enum { E_TEMP_IDLE, E_POWER_IDLE, E_AMBIENT, E_R, E_FIT_SD, NEST };
-static const char *const est_names[NEST] = {
-	"temp_idle_c", "power_idle_w", "ambient_c", "r_c_per_w",
-	"temp_fit_sd_c",
+static const int est_fields[NEST] = {
+	TM_PF_TEMP_IDLE_C, TM_PF_POWER_IDLE_W, TM_PF_AMBIENT_C,
+	TM_PF_R_C_PER_W, TM_PF_TEMP_FIT_SD_C,
 };
 
 /* Where a GPU's slope comes from. */
@@ -1271,7 +1271,8 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 	ent *es, **grp;
 	const ent *fast = NULL;
 	int m = 0, rc = 0;
-	jw w;
+	tm_profile prof = { 0 };
+	char *text;
 
 	for (int i = 0; i < k->n; i++) {
 		finish_gpu(&k->g[i]);
@@ -1335,69 +1336,54 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 	if (rc)
 		goto out;
 
-	jw_init(&w, out);
-	jw_obj(&w, NULL, false);
-	jw_str(&w, "format", "thermap.profile/1");
-	jw_arr(&w, "gpus", false);
+	prof.ngpus = m;
+	prof.gpus = xcalloc((size_t)(m ? m : 1), sizeof *prof.gpus);
 	for (int i = 0; i < m; i++) {
 		const ent *e = &es[i];
 		const tgpu *g = e->g;
 		const stats *st = &g->main;
+		tm_gpu_profile *o = &prof.gpus[i];
 		double head = mean_get(&st->tlimit_full);
-		bool any = false;
 		if (isnan(head))
 			head = mean_get(&st->margin_full);
-		jw_obj(&w, NULL, false);
-		jw_str(&w, "host", g->host);
-		if (g->uuid)
-			jw_str(&w, "uuid", g->uuid);
-		else
-			jw_null(&w, "uuid");
-		if (g->pci)
-			jw_str(&w, "pci_bus_id", g->pci);
-		else
-			jw_null(&w, "pci_bus_id");
-		if (g->index >= 0)
-			jw_int(&w, "index", g->index);
-		else
-			jw_null(&w, "index");
-		jw_int(&w, "samples", g->samples);
-		jw_int(&w, "load_samples", st->load);
-		jw_num(&w, "span_s", g->t1 - g->t0, 3);
-		jw_num(&w, "temp_idle_c", e->temp_idle, 1);
-		jw_num(&w, "temp_load_c", e->temp_load, 1);
-		jw_num(&w, "temp_p95_c", hist_rank(&st->temp_load, 0.95), 1);
-		jw_num(&w, "temp_max_c", st->temp_max, 1);
-		jw_num(&w, "headroom_c", head, 1);
-		jw_num(&w, "power_idle_w", e->power_idle, 2);
-		jw_num(&w, "power_load_w", e->power_load, 2);
-		jw_num(&w, "power_limit_w", e->plimit, 2);
-		jw_num(&w, "ambient_c", e->amb, 1);
-		jw_num(&w, "r_c_per_w", e->r, 4);
-		jw_num(&w, "temp_fit_sd_c", e->fit_sd, 2);
+		tm_gpu_profile_init(o);
+		o->host = xstrdup(g->host);
+		o->uuid = g->uuid ? xstrdup(g->uuid) : NULL;
+		o->pci_bus_id = g->pci ? xstrdup(g->pci) : NULL;
+		o->index = g->index;
+		o->samples = (double)g->samples;
+		o->load_samples = (double)st->load;
+		o->span_s = g->t1 - g->t0;
+		o->temp_idle_c = e->temp_idle;
+		o->temp_load_c = e->temp_load;
+		o->temp_p95_c = hist_rank(&st->temp_load, 0.95);
+		o->temp_max_c = st->temp_max;
+		o->headroom_c = head;
+		o->power_idle_w = e->power_idle;
+		o->power_load_w = e->power_load;
+		o->power_limit_w = e->plimit;
+		o->ambient_c = e->amb;
+		o->r_c_per_w = e->r;
+		o->temp_fit_sd_c = e->fit_sd;
 		/* rounded as every other field: to nearest, a tie to even */
-		jw_num(&w, "sm_clock_load_mhz", e->clock, 0);
-		jw_num(&w, "sm_clock_max_mhz", g->smmax, 0);
-		jw_num(&w, "thermal_slowdown_frac", e->thermal, 3);
-		jw_num(&w, "power_cap_frac", e->pcap, 3);
-		jw_num(&w, "derate", e->der, 3);
-		jw_num(&w, "derate_sd", e->der_sd, 4);
-		jw_str(&w, "derate_basis", tm_derate_basis_name(e->basis));
-		for (int f = 0; f < NEST; f++) {
-			if (!e->est[f])
-				continue;
-			if (!any)
-				jw_obj(&w, "estimated", false);
-			any = true;
-			jw_str(&w, est_names[f], e->est[f]);
-		}
-		if (any)
-			jw_end_obj(&w);
-		jw_end_obj(&w);
+		o->sm_clock_load_mhz = e->clock;
+		o->sm_clock_max_mhz = g->smmax;
+		o->thermal_slowdown_frac = e->thermal;
+		o->power_cap_frac = e->pcap;
+		o->derate = e->der;
+		o->derate_sd = e->der_sd;
+		o->derate_basis = e->basis;
+		for (int f = 0; f < NEST; f++)
+			if (e->est[f])
+				tm_gpu_profile_mark(o, false, est_fields[f], e->est[f]);
+		tm_gpu_profile_round(o);
 	}
-	jw_end_arr(&w);
-	jw_end_obj(&w);
-	sb_add(out, "\n");
+	text = tm_profile_text(&prof);
+	sb_add(out, text);
+	free(text);
+	for (int i = 0; i < m; i++)
+		tm_gpu_profile_clear(&prof.gpus[i]);
+	free(prof.gpus);
 	*ngpus = m;
 out:
 	for (int i = 0; i < m; i++)
