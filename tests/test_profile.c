@@ -3,8 +3,10 @@
  * the real H200 recording against the independent Python derivation and
  * against what the recording shows; the settling rule, the fit and the
  * counters on hand-made logs with known answers; every malformed input
- * class with its exact message; and the threaded reader against the
- * line-by-line one on a multi-megabyte replay of the recording.
+ * class with its exact message; --baseline and the one profile writer
+ * (values kept, the same bytes as `thermap profile`); and the threaded
+ * reader against the line-by-line one on a multi-megabyte replay of the
+ * recording.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1014,6 +1016,95 @@ static void test_baseline_fill(void **state)
 	free(out);
 }
 
+/* --baseline with nothing to take writes the window's profile byte for
+ * byte as `thermap profile` does: one writer. */
+static void test_baseline_same_writer(void **state)
+{
+	static const char other[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": [{\"host\": \"elsewhere\", \"index\": 0, "
+		"\"temp_idle_c\": 30}]}";
+	tm_tele_input in = { H200, "h200x4-a", NULL };
+	tm_tele_opts o = { 205, 290, true, true };
+	tm_error e = { 0, "" };
+	char *prof, *summ, *out;
+	int n = -1;
+	(void)state;
+	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &prof, &summ,
+	                                           &e), 0);
+	out = tm_profile_fill(prof, other, false, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(out, prof);
+	free(out);
+	free(prof);
+	free(summ);
+}
+
+/* The writer keeps what it loaded: numbers a person wrote with more
+ * digits than the field's decimals, the lines of estimated and
+ * calibrated, from_baseline; and writing what it wrote changes nothing. */
+static void test_writer_keeps_values(void **state)
+{
+	static const char text[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": [{\"host\": \"h\", \"pci_bus_id\": \"00000000:00:06.0\", "
+		"\"index\": 3, \"samples\": 1234, \"span_s\": 59.4545, "
+		"\"temp_idle_c\": 36.7634, \"temp_load_c\": 59.2, "
+		"\"power_load_w\": 691.875, \"r_c_per_w\": 0.0363451, "
+		"\"ambient_c\": 1e-7, \"derate\": 1.0005, \"derate_sd\": "
+		"0.123456789012345678, \"power_wait_w\": 400.125, "
+		"\"derate_basis\": \"job\", "
+		"\"calibrated\": {\"power_wait_w\": \"fitted\"}, "
+		"\"from_baseline\": [\"temp_idle_c\", \"derate_basis\"], "
+		"\"estimated\": {\"r_c_per_w\": \"pooled\", \"temp_idle_c\": \"t\"}"
+		"}]}";
+	tm_profile *p, *q;
+	tm_error e = { 0, "" };
+	char *out, *again;
+	(void)state;
+	assert_int_equal(tm_profile_loadb("p", text, strlen(text), &p, &e), 0);
+	out = tm_profile_text(p);
+	assert_int_equal(tm_profile_loadb("q", out, strlen(out), &q, &e), 0);
+	assert_int_equal(q->ngpus, 1);
+	{
+		const tm_gpu_profile *a = &p->gpus[0], *b = &q->gpus[0];
+		const double va[] = { a->samples, a->span_s, a->temp_idle_c,
+			a->temp_load_c, a->power_load_w, a->r_c_per_w, a->ambient_c,
+			a->derate, a->derate_sd, a->power_wait_w, a->headroom_c };
+		const double vb[] = { b->samples, b->span_s, b->temp_idle_c,
+			b->temp_load_c, b->power_load_w, b->r_c_per_w, b->ambient_c,
+			b->derate, b->derate_sd, b->power_wait_w, b->headroom_c };
+		for (size_t i = 0; i < sizeof va / sizeof va[0]; i++)
+			assert_true(va[i] == vb[i] || (isnan(va[i]) && isnan(vb[i])));
+		assert_true(b->r_c_per_w == 0.0363451 && b->ambient_c == 1e-7 &&
+		            b->derate_sd == 0.123456789012345678);
+		assert_string_equal(b->pci_bus_id, "0000:00:06.0");
+		assert_int_equal(b->index, 3);
+		assert_int_equal(b->derate_basis, TM_BASIS_JOB);
+		assert_true(b->estimated == a->estimated &&
+		            b->calibrated == a->calibrated);
+		assert_string_equal(b->estimated_how[TM_PF_R_C_PER_W], "pooled");
+		assert_string_equal(b->estimated_how[TM_PF_TEMP_IDLE_C], "t");
+		assert_string_equal(b->calibrated_how[TM_PF_POWER_WAIT_W],
+		                    "fitted");
+		assert_int_equal(b->nfrom_baseline, 2);
+		assert_string_equal(b->from_baseline[1], "derate_basis");
+	}
+	/* the field's decimals where they say it all, else every digit */
+	assert_non_null(strstr(out, "\"temp_idle_c\": 36.7634,"));
+	assert_non_null(strstr(out, "\"temp_load_c\": 59.2,"));
+	assert_non_null(strstr(out, "\"samples\": 1234,"));
+	assert_non_null(strstr(out, "\"derate_sd\": 0.12345678901234568,"));
+	/* the writer's order: marks after the numbers, estimated first */
+	assert_true(strstr(out, "\"estimated\"") < strstr(out,
+	            "\"from_baseline\"") && strstr(out, "\"from_baseline\"") <
+	            strstr(out, "\"calibrated\""));
+	again = tm_profile_text(q);
+	assert_string_equal(again, out);
+	free(out);
+	free(again);
+	tm_profile_free(p);
+	tm_profile_free(q);
+}
+
 /* ---- malformed inputs ----------------------------------------------------- */
 
 static void expect_fail(const char *name, const char *text, size_t len,
@@ -1413,6 +1504,8 @@ int main(void)
 		cmocka_unit_test(test_pooled_by_model),
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_baseline_fill),
+		cmocka_unit_test(test_baseline_same_writer),
+		cmocka_unit_test(test_writer_keeps_values),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_value_ranges),
 		cmocka_unit_test(test_derate_beyond_range),

@@ -68,13 +68,16 @@ void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
                          const char *how);
 void tm_gpu_profile_took(tm_gpu_profile *g, const char *name);
 
-/* profile.c: a profile's text (of a window of telemetry) with what the
- * window could not measure taken from an earlier profile of the same GPUs
- * (base_text): the idle level always, and for a GPU never at full load
- * in the window its load level, headroom, clocks, derate and fit too
- * (not with idle_only). The fields taken are listed per GPU in
- * "from_baseline" (not with idle_only). Returns new text, to be freed;
- * *nfilled: how many fields were taken. */
+/* profile.c: a profile (of a window of telemetry) with what the window
+ * could not measure taken from an earlier profile of the same GPUs (base):
+ * the idle level always, and for a GPU never at full load in the window
+ * its load level, headroom, clocks, derate and fit too (not with
+ * idle_only). The fields taken are listed per GPU in "from_baseline" (not
+ * with idle_only). Returns how many fields were taken. tm_profile_fill
+ * does the same on texts (that thermap wrote or already read: it warns of
+ * nothing) and returns the new text, to be freed; *nfilled: the count. */
+int tm_profile_fill_from(tm_profile *p, const tm_profile *base,
+                         bool idle_only);
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled);
 

@@ -452,150 +452,129 @@ int tm_profile_loadb(const char *name, const char *text, size_t len,
 
 /* ---- filling a window from an earlier profile --------------------------- */
 
-static bool same_str(json_t *a, json_t *b)
+static bool same_str(const char *a, const char *b)
 {
-	return json_is_string(a) && json_is_string(b) &&
-	       !strcmp(json_string_value(a), json_string_value(b));
+	return a && b && !strcmp(a, b);
 }
 
 /* Whether two profile entries are one GPU: same host, then the UUID when
- * both know it, else the PCI bus id, else the index. */
-static bool same_gpu(json_t *a, json_t *b)
+ * both know it, else the PCI bus id (normalised by the loader: 0000:00:06.0
+ * and 00000000:00:06.0 are one bus id), else the index. */
+static bool same_gpu(const tm_gpu_profile *a, const tm_gpu_profile *b)
 {
-	json_t *ha = json_object_get(a, "host"), *hb = json_object_get(b, "host");
-	if (!json_equal(ha ? ha : json_null(), hb ? hb : json_null()))
+	if (!(a->host == b->host || same_str(a->host, b->host)))
 		return false;
-	if (json_is_string(json_object_get(a, "uuid")) &&
-	    json_is_string(json_object_get(b, "uuid")))
-		return same_str(json_object_get(a, "uuid"),
-		                json_object_get(b, "uuid"));
-	if (json_is_string(json_object_get(a, "pci_bus_id")) &&
-	    json_is_string(json_object_get(b, "pci_bus_id"))) {
-		/* 0000:00:06.0 and 00000000:00:06.0 are one bus id */
-		char *x = tm_normalise_pci(json_string_value(
-		                           json_object_get(a, "pci_bus_id")));
-		char *y = tm_normalise_pci(json_string_value(
-		                           json_object_get(b, "pci_bus_id")));
-		bool same = x && y && !strcmp(x, y);
-		free(x);
-		free(y);
-		return same;
-	}
-	return json_is_integer(json_object_get(a, "index")) &&
-	       json_equal(json_object_get(a, "index"), json_object_get(b, "index"));
+	if (a->uuid && b->uuid)
+		return !strcmp(a->uuid, b->uuid);
+	if (a->pci_bus_id && b->pci_bus_id)
+		return !strcmp(a->pci_bus_id, b->pci_bus_id);
+	return a->index >= 0 && a->index == b->index;
 }
 
-/* Whether entry g marks field k as estimated. */
-static bool marked(json_t *g, const char *k)
+static bool marked(const tm_gpu_profile *g, int f)
 {
-	json_t *e = json_object_get(g, "estimated");
-	return json_is_object(e) && json_object_get(e, k) != NULL;
+	return g->estimated_how[f] != NULL;
 }
 
-/* Whether the window's field k should give way to the baseline's: the
+/* Whether the window's field f should give way to the baseline's: the
  * window has no value, or only an estimate where the baseline measured. */
-static bool wants(json_t *g, json_t *f, const char *k)
+static bool wants(const tm_gpu_profile *g, const tm_gpu_profile *b, int f)
 {
-	json_t *v = json_object_get(g, k);
-	if (!json_is_number(json_object_get(f, k)))
+	if (isnan(field_get(b, f)))
 		return false;
-	return !v || json_is_null(v) || (marked(g, k) && !marked(f, k));
+	return isnan(field_get(g, f)) || (marked(g, f) && !marked(b, f));
 }
 
-/* Field k of f into g: its value (null when f lacks it), and f's
- * estimated mark of it in place of g's; listed in took when a value. */
-static void take(json_t *g, json_t *f, const char *k, json_t *took)
+/* The fields one entry takes, in the order taken. */
+typedef struct took {
+	const char *name[TM_PF_N + 1];
+	int n;
+} took;
+
+/* Field f of b into g: its value (null when b has none), and b's
+ * estimated mark of it in place of g's; listed in t when a value. */
+static void take(tm_gpu_profile *g, const tm_gpu_profile *b, int f, took *t)
 {
-	json_t *v = json_object_get(f, k), *ge = json_object_get(g, "estimated");
-	json_t *fe = json_object_get(f, "estimated");
-	json_object_set(g, k, v ? v : json_null());
-	if (json_is_object(ge))
-		json_object_del(ge, k);
-	if (json_is_object(fe) && json_object_get(fe, k)) {
-		if (!json_is_object(ge)) {
-			ge = json_object();
-			json_object_set_new(g, "estimated", ge);
+	*field_of(g, f) = field_get(b, f);
+	tm_gpu_profile_mark(g, false, f, b->estimated_how[f]);
+	if (!isnan(field_get(b, f)))
+		t->name[t->n++] = fields[f].name;
+}
+
+int tm_profile_fill_from(tm_profile *p, const tm_profile *base, bool idle_only)
+{
+	static const int idle[] = { TM_PF_TEMP_IDLE_C, TM_PF_POWER_IDLE_W,
+		TM_PF_POWER_LIMIT_W, TM_PF_SM_CLOCK_MAX_MHZ };
+	static const int load[] = { TM_PF_TEMP_LOAD_C, TM_PF_POWER_LOAD_W,
+		TM_PF_HEADROOM_C, TM_PF_SM_CLOCK_LOAD_MHZ };
+	int nfilled = 0;
+
+	for (int i = 0; i < p->ngpus; i++)
+		for (int k = 0; k < base->ngpus; k++) {
+			tm_gpu_profile *g = &p->gpus[i];
+			const tm_gpu_profile *b = &base->gpus[k];
+			/* the load level only for a GPU that never reached full
+			 * load here: its own load level beats an older one, and
+			 * the older fit must not override it */
+			bool no_load = !idle_only && isnan(g->temp_load_c);
+			took t = { { NULL }, 0 };
+			if (!same_gpu(g, b))
+				continue;
+			for (int q = 0; q < 4; q++)
+				if (wants(g, b, idle[q]))
+					take(g, b, idle[q], &t);
+			for (int q = 0; no_load && q < 4; q++)
+				if (wants(g, b, load[q]))
+					take(g, b, load[q], &t);
+			/* a derate and the fit go with what qualifies them */
+			if (no_load && wants(g, b, TM_PF_DERATE)) {
+				take(g, b, TM_PF_DERATE, &t);
+				take(g, b, TM_PF_DERATE_SD, &t);
+				g->derate_basis = b->derate_basis;
+				if (b->derate_basis != TM_BASIS_UNSET)
+					t.name[t.n++] = "derate_basis";
+			}
+			/* the fit goes with the load level it came with, unless
+			 * the window fitted this GPU itself */
+			if (no_load && !isnan(b->ambient_c) && !isnan(b->r_c_per_w) &&
+			    (isnan(g->ambient_c) || isnan(g->r_c_per_w) ||
+			     marked(g, TM_PF_AMBIENT_C) ||
+			     marked(g, TM_PF_R_C_PER_W))) {
+				take(g, b, TM_PF_AMBIENT_C, &t);
+				take(g, b, TM_PF_R_C_PER_W, &t);
+				take(g, b, TM_PF_TEMP_FIT_SD_C, &t);
+			}
+			nfilled += t.n;
+			if (t.n && !idle_only) {
+				for (int j = 0; j < g->nfrom_baseline; j++)
+					free(g->from_baseline[j]);
+				g->nfrom_baseline = 0;
+				for (int j = 0; j < t.n; j++)
+					tm_gpu_profile_took(g, t.name[j]);
+			}
+			break;
 		}
-		json_object_set(ge, k, json_object_get(fe, k));
-	}
-	if (v && !json_is_null(v))
-		json_array_append_new(took, json_string(k));
+	return nfilled;
 }
 
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled)
 {
-	static const char *const idle[] = { "temp_idle_c", "power_idle_w",
-		"power_limit_w", "sm_clock_max_mhz", NULL };
-	static const char *const load[] = { "temp_load_c", "power_load_w",
-		"headroom_c", "sm_clock_load_mhz", NULL };
-	json_t *root = json_loads(text, 0, NULL), *base, *g, *f;
-	size_t i, k;
+	tm_profile *p = NULL, *base = NULL;
+	tm_error e = { 0, "" };
 	char *out;
 
 	*nfilled = 0;
-	base = json_loads(base_text, 0, NULL);
-	if (!root || !base) {
-		json_decref(root);
-		json_decref(base);
+	if (profile_load("profile", text, strlen(text), true, &p, &e) ||
+	    profile_load("baseline", base_text, strlen(base_text), true, &base,
+	                 &e)) {
+		tm_profile_free(p);
+		tm_profile_free(base);
 		return xstrdup(text);
 	}
-	json_array_foreach(json_object_get(root, "gpus"), i, g)
-		json_array_foreach(json_object_get(base, "gpus"), k, f) {
-			json_t *took, *est;
-			/* the load level only for a GPU that never reached full
-			 * load here: its own load level beats an older one, and
-			 * the older fit must not override it */
-			bool no_load = json_is_null(json_object_get(g,
-			                                            "temp_load_c"));
-			if (!json_is_object(g) || !json_is_object(f) ||
-			    !same_gpu(g, f))
-				continue;
-			took = json_array();
-			for (int q = 0; idle[q]; q++)
-				if (wants(g, f, idle[q]))
-					take(g, f, idle[q], took);
-			for (int q = 0; !idle_only && no_load && load[q]; q++)
-				if (wants(g, f, load[q]))
-					take(g, f, load[q], took);
-			/* a derate and the fit go with what qualifies them */
-			if (!idle_only && no_load && wants(g, f, "derate")) {
-				take(g, f, "derate", took);
-				take(g, f, "derate_sd", took);
-				take(g, f, "derate_basis", took);
-			}
-			/* the fit goes with the load level it came with, unless
-			 * the window fitted this GPU itself */
-			if (!idle_only && no_load &&
-			    json_is_number(json_object_get(f, "ambient_c")) &&
-			    json_is_number(json_object_get(f, "r_c_per_w")) &&
-			    (!json_is_number(json_object_get(g, "ambient_c")) ||
-			     !json_is_number(json_object_get(g, "r_c_per_w")) ||
-			     marked(g, "ambient_c") || marked(g, "r_c_per_w"))) {
-				take(g, f, "ambient_c", took);
-				take(g, f, "r_c_per_w", took);
-				take(g, f, "temp_fit_sd_c", took);
-			}
-			est = json_object_get(g, "estimated");
-			if (json_is_object(est) && json_object_size(est) == 0)
-				json_object_del(g, "estimated");
-			*nfilled += (int)json_array_size(took);
-			if (json_array_size(took) && !idle_only)
-				json_object_set(g, "from_baseline", took);
-			json_decref(took);
-			break;
-		}
-	out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	json_decref(base);
-	if (!out)
-		return xstrdup(text);
-	{
-		/* the profile writer ends its files with a newline */
-		char *nl = xmalloc(strlen(out) + 2);
-		sprintf(nl, "%s\n", out);
-		free(out);
-		out = nl;
-	}
+	*nfilled = tm_profile_fill_from(p, base, idle_only);
+	out = tm_profile_text(p);
+	tm_profile_free(p);
+	tm_profile_free(base);
 	return out;
 }
