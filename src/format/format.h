@@ -58,15 +58,18 @@ int jin_bool(const jin *J, struct json_t *obj, const char *path, const char *key
  * --baseline and calibrate make them. init: every number null, index -1,
  * basis unset; clear: frees what it holds, leaving it zeroed. round: every
  * number to the decimals the writer writes it with, so that an entry the
- * builder made is what a reader of its text gets. mark: field's
- * "estimated" (or "calibrated") line, how (NULL drops it). took: appends
- * name to "from_baseline". */
+ * builder made is what a reader of its text gets. num: the number field
+ * (enum tm_profile_field) of g. mark: field's "estimated" (or
+ * "calibrated") line, how (NULL drops it). took: appends name to
+ * "from_baseline"; untake drops it from there. */
 void tm_gpu_profile_init(tm_gpu_profile *g);
 void tm_gpu_profile_clear(tm_gpu_profile *g);
 void tm_gpu_profile_round(tm_gpu_profile *g);
+double *tm_gpu_profile_num(tm_gpu_profile *g, int field);
 void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
                          const char *how);
 void tm_gpu_profile_took(tm_gpu_profile *g, const char *name);
+void tm_gpu_profile_untake(tm_gpu_profile *g, const char *name);
 
 /* profile.c: a profile (of a window of telemetry) with what the window
  * could not measure taken from an earlier profile of the same GPUs (base):

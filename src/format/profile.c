@@ -129,6 +129,23 @@ void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
 		*mask &= ~(1ull << field);
 }
 
+double *tm_gpu_profile_num(tm_gpu_profile *g, int field)
+{
+	return field_of(g, field);
+}
+
+void tm_gpu_profile_untake(tm_gpu_profile *g, const char *name)
+{
+	int k = 0;
+	for (int i = 0; i < g->nfrom_baseline; i++) {
+		if (!strcmp(g->from_baseline[i], name))
+			free(g->from_baseline[i]);
+		else
+			g->from_baseline[k++] = g->from_baseline[i];
+	}
+	g->nfrom_baseline = k;
+}
+
 void tm_gpu_profile_took(tm_gpu_profile *g, const char *name)
 {
 	g->from_baseline = xrealloc(g->from_baseline,
