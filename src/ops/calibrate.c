@@ -293,8 +293,8 @@ static void tele_free(tele *T)
 	T->n = T->cap = 0;
 }
 
-/* Reads every telemetry file into T through the profile builder's tap;
- * the sink stays for the GPUs' identities. */
+/* Reads every telemetry file into T through the sink's tap; the sink
+ * stays for the GPUs' identities. */
 static int read_tele(const tm_cal_opts *o, tele *T, tl_sink **sink,
                      tm_error *err)
 {
@@ -302,28 +302,10 @@ static int read_tele(const tm_cal_opts *o, tele *T, tl_sink **sink,
 	               o->window.to_rel };
 	tl_sink *k = tl_sink_new(&to);
 	tl_src *srcs = xcalloc((size_t)o->ntele, sizeof *srcs);
-	bool nq = false;
-	int rc = 0;
+	int rc;
 
 	tl_sink_tap(k, tap, T);
-	for (int i = 0; i < o->ntele && !rc; i++) {
-		tl_src *s = &srcs[i];
-		s->sink = k;
-		s->file = o->tele[i].file;
-		s->host = o->tele[i].host;
-		s->fields = o->tele[i].fields;
-		s->err = err;
-		s->t_first = s->t_last = NAN;
-		rc = tl_read_file(s);
-		if (!rc && s->format && !strcmp(s->format, "prometheus query_range"))
-			nq = true;
-	}
-	/* query_range series are merged across files before they are pushed;
-	 * on failure what is pending is dropped (tele_prom.c) */
-	if (!rc && nq)
-		rc = tl_qrange_flush(k, err);
-	if (rc)
-		tl_qrange_flush(NULL, NULL);
+	rc = tl_read_inputs(k, o->tele, o->ntele, srcs, false, err);
 	free(srcs);
 	for (int i = 0; i < T->n; i++)
 		if (T->g[i])

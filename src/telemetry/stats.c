@@ -1,20 +1,21 @@
 /*
- * telemetry.c — the profile builder behind `thermap profile`: reading lines,
- * naming GPUs, and turning each GPU's stream of samples into one
- * thermap.profile/1 entry with a fixed amount of state per GPU.
+ * stats.c — the profile statistics: how each GPU's stream of samples
+ * becomes one thermap.profile/1 entry. Per GPU, the settling rule (which
+ * samples count as idle, busy or at full load, when a GPU has settled,
+ * the guard before a change), the idle and load levels, the temperature
+ * histogram, the full-load clocks; over the GPUs, the thermal fit (own,
+ * pooled over one model or host, last resort), what was estimated, and
+ * the derate against the fastest GPU. A fixed amount of state per GPU.
  *
- * The rules (which samples count as loaded, when a GPU has settled, the fit,
- * derate) are written down in docs/profile.md; the constants below are the
- * ones that page names.
+ * The rules are written down in docs/profile.md; the constants below are
+ * the ones that page names. It knows no files and no GPU identities but
+ * what the sink (sink.c) hands it; the entries go to format/profile.c's
+ * writer.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "telemetry/telemetry.h"
 
@@ -44,83 +45,6 @@
 #define FIT_SD_MAX 100.0   /* a fit's residual SD, °C, at most (the
                               profile's range): beyond, it is no fit */
 #define DERATE_MAX 100.0   /* derate and its SD at most (the profile's) */
-#define TIME_MAX_S 1e11    /* times read, either side of 1970: from the
-                              year -1199 to 5138 */
-
-const char *const tl_skip_names[TL_NSKIP] = {
-	[TL_SKIP_CUT] = "cut_last_line",
-	[TL_SKIP_WINDOW] = "outside_window",
-	[TL_SKIP_NO_TIME] = "no_time_for_window",
-	[TL_SKIP_UNUSED] = "unused_metric",
-	[TL_SKIP_BLANK] = "blank_value",
-};
-
-/* ---- values --------------------------------------------------------------- */
-
-/* What a value of each field may be (docs/profile.md, "Values"): the
- * profile's own ranges where it has them, so that what the builder writes
- * from sane values loads again; a physical bound elsewhere. A log that
- * breaks one is wrong about the GPU, and no profile is made from it. */
-static const struct vrange {
-	const char *name, *unit;
-	double lo, hi;
-	bool lo_open;         /* lo itself is out of range */
-} vranges[TL_NFIELDS] = {
-	[TL_TEMP] = { "temperature", "°C", -50, 200, false },
-	[TL_POWER] = { "power", "W", 0, 1e5, false },
-	[TL_POWER_LIMIT] = { "power limit", "W", 0, 1e5, true },
-	[TL_SM_CLOCK] = { "SM clock", "MHz", 0, 1e5, false },
-	[TL_SM_CLOCK_MAX] = { "maximum SM clock", "MHz", 0, 1e5, false },
-	[TL_UTIL] = { "utilisation", "%", 0, 100, false },
-	[TL_TLIMIT] = { "margin to the slowdown temperature", "°C", -200, 200,
-	                false },
-	[TL_SLOWDOWN_C] = { "slowdown temperature", "°C", 0, 150, false },
-	[TL_THERMAL] = { "thermal slowdown flag", "", 0, 1, false },
-	[TL_PCAP] = { "power cap flag", "", 0, 1, false },
-	[TL_THERMAL_US] = { "thermal slowdown counter", "µs", 0, 9.2e18,
-	                    false },
-	[TL_PCAP_US] = { "power cap counter", "µs", 0, 9.2e18, false },
-};
-
-int tl_check_value(int f, double v, char *msg, size_t cap)
-{
-	const struct vrange *r = &vranges[f];
-	if (isnan(v) || ((r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi))
-		return 0;
-	snprintf(msg, cap, "%s %.15g%s%s is out of range; expected %s%g %s %g%s%s",
-	         r->name, v, *r->unit ? " " : "", r->unit,
-	         r->lo_open ? "more than " : "", r->lo,
-	         r->lo_open ? "and at most" : "to", r->hi,
-	         *r->unit ? " " : "", r->unit);
-	return TM_EINPUT;
-}
-
-int tl_check_time(double t, char *msg, size_t cap)
-{
-	if (isnan(t) || (t >= -TIME_MAX_S && t <= TIME_MAX_S))
-		return 0;
-	snprintf(msg, cap, "time %.17g s is out of range; expected seconds "
-	         "since 1970 from %g to %g (the years -1199 to 5138)", t,
-	         -TIME_MAX_S, TIME_MAX_S);
-	return TM_EINPUT;
-}
-
-/* "FILE:LINE: " or, where the reader has no line (JSON), "FILE: ". */
-static int src_fail(const tl_src *src, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int src_fail(const tl_src *src, const char *fmt, ...)
-{
-	char m[800];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof m, fmt, ap);
-	va_end(ap);
-	if (src->line > 0)
-		return tm_fail(src->err, TM_EINPUT, "%s:%ld: %s", src->file,
-		               src->line, m);
-	return tm_fail(src->err, TM_EINPUT, "%s: %s", src->file, m);
-}
 
 /* ---- statistics ----------------------------------------------------------- */
 
@@ -387,11 +311,9 @@ typedef struct held {       /* a sample waiting out the guard */
 	bool initial;           /* in the run that starts the log */
 } held;
 
-typedef struct tgpu {
-	char *host, *uuid, *pci;
-	char *model;            /* nvidia-smi name / modelName, or NULL */
-	int index;
-	const tl_src *last_src;
+
+/* One GPU's statistics (telemetry.h). */
+struct tl_gpu_stats {
 	long samples;
 	double t0, t1;
 	mean plimit;
@@ -410,257 +332,47 @@ typedef struct tgpu {
 	stats main, prov;       /* prov: the early part of the first run */
 	held *q;
 	int qhead, qn, qcap;
-} tgpu;
-
-typedef struct hslot {
-	char *key;
-	int id;
-} hslot;
-
-struct tl_sink {
-	tl_opts o;
-	tgpu *g;
-	int n, cap;
-	hslot *h;
-	size_t hcap, hn;
-	void (*tap)(void *, int, const tl_sample *);
-	void *tap_ctx;
 };
 
-tl_sink *tl_sink_new(const tl_opts *o)
+tl_gpu_stats *tl_gpu_stats_new(void)
 {
-	tl_sink *k = xcalloc(1, sizeof *k);
-	k->o = *o;
-	k->hcap = 64;
-	k->h = xcalloc(k->hcap, sizeof *k->h);
-	return k;
+	tl_gpu_stats *g = xcalloc(1, sizeof *g);
+	g->t0 = g->t1 = g->prev_t = NAN;
+	g->prev_th = g->prev_pc = NAN;
+	g->plimit_last = g->smmax = NAN;
+	g->pmax = g->tmin = g->clk0 = NAN;
+	g->run = ST_UNKNOWN;
+	g->initial = true;
+	g->init_min = INFINITY;
+	g->init_max = -INFINITY;
+	stats_init(&g->main);
+	stats_init(&g->prov);
+	return g;
 }
 
-void tl_sink_free(tl_sink *k)
+void tl_gpu_stats_free(tl_gpu_stats *g)
 {
-	if (!k)
+	if (!g)
 		return;
-	for (int i = 0; i < k->n; i++) {
-		tgpu *g = &k->g[i];
-		free(g->host);
-		free(g->uuid);
-		free(g->pci);
-		free(g->model);
-		stats_free(&g->main);
-		stats_free(&g->prov);
-		free(g->q);
-	}
-	for (size_t i = 0; i < k->hcap; i++)
-		free(k->h[i].key);
-	free(k->h);
-	free(k->g);
-	free(k);
+	stats_free(&g->main);
+	stats_free(&g->prov);
+	free(g->q);
+	free(g);
 }
 
-void tl_sink_tap(tl_sink *k, void (*fn)(void *, int, const tl_sample *),
-                 void *ctx)
+long tl_gpu_stats_samples(const tl_gpu_stats *g)
 {
-	k->tap = fn;
-	k->tap_ctx = ctx;
+	return g->samples;
 }
 
-void tl_gpu_ident(const tl_sink *k, int id, const char **host,
-                  const char **uuid, const char **pci, int *index)
+double tl_gpu_stats_last_t(const tl_gpu_stats *g)
 {
-	const tgpu *g = &k->g[id];
-	*host = g->host;
-	*uuid = g->uuid;
-	*pci = g->pci;
-	*index = g->index;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;  /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static hslot *hfind(tl_sink *k, const char *key)
-{
-	size_t i = hash_str(key) & (k->hcap - 1);
-	while (k->h[i].key && strcmp(k->h[i].key, key) != 0)
-		i = (i + 1) & (k->hcap - 1);
-	return &k->h[i];
-}
-
-static void hput(tl_sink *k, char *key, int id)
-{
-	hslot *s;
-	if (2 * (k->hn + 1) > k->hcap) {
-		hslot *old = k->h;
-		size_t ocap = k->hcap;
-		k->hcap *= 2;
-		k->h = xcalloc(k->hcap, sizeof *k->h);
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].key)
-				*hfind(k, old[i].key) = old[i];
-		free(old);
-	}
-	s = hfind(k, key);
-	if (s->key) {
-		free(key);
-		s->id = id;
-		return;
-	}
-	s->key = key;
-	s->id = id;
-	k->hn++;
-}
-
-static char *mkkey(const char *host, char kind, const char *v)
-{
-	strbuf b;
-	sb_init(&b);
-	sb_addf(&b, "%s\t%c%s", host, kind, v);
-	return b.s;
-}
-
-static int lookup(tl_sink *k, const char *host, char kind, const char *v)
-{
-	char *key = mkkey(host, kind, v);
-	hslot *s = hfind(k, key);
-	free(key);
-	return s->key ? s->id : -1;
-}
-
-int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
-           int index)
-{
-	tl_sink *k = src->sink;
-	char ibuf[24], *npci = NULL;
-	int id = -1, cand;
-	tgpu *g;
-
-	if (!uuid && !pci && index < 0) {
-		/* a profile entry must name its GPU (docs/formats.md) */
-		src_fail(src, "the sample names no GPU: its index, PCI bus id and "
-		         "UUID are all missing");
-		return -1;
-	}
-	if (pci) {
-		npci = tm_normalise_pci(pci);
-		if (!npci) {
-			src_fail(src, "PCI bus id \"%.40s\": expected "
-			         "DDDDDDDD:BB:DD.F", pci);
-			return -1;
-		}
-	}
-	snprintf(ibuf, sizeof ibuf, "%d", index);
-	/* The strongest key decides; a weaker key matches only a GPU whose
-	 * stronger keys are unknown or equal. */
-	if (uuid)
-		id = lookup(k, host, 'U', uuid);
-	if (id < 0 && npci) {
-		cand = lookup(k, host, 'P', npci);
-		if (cand >= 0 && (!uuid || !k->g[cand].uuid))
-			id = cand;
-	}
-	if (id < 0 && index >= 0) {
-		cand = lookup(k, host, 'I', ibuf);
-		if (cand >= 0 && (!uuid || !k->g[cand].uuid) &&
-		    (!npci || !k->g[cand].pci))
-			id = cand;
-	}
-	if (id < 0 && k->n >= TL_MAX_GPUS) {
-		free(npci);
-		src_fail(src, "more than %d distinct GPUs; one run profiles at "
-		         "most %d (memory grows with every GPU, and the profile "
-		         "it writes must stay loadable): profile the hosts in "
-		         "parts", TL_MAX_GPUS, TL_MAX_GPUS);
-		return -1;
-	}
-	if (id < 0) {
-		if (k->n == k->cap) {
-			k->cap = k->cap ? 2 * k->cap : 8;
-			k->g = xrealloc(k->g, (size_t)k->cap * sizeof *k->g);
-		}
-		id = k->n++;
-		g = &k->g[id];
-		memset(g, 0, sizeof *g);
-		g->host = xstrdup(host);
-		g->index = -1;
-		g->t0 = g->t1 = g->prev_t = NAN;
-		g->prev_th = g->prev_pc = NAN;
-		g->plimit_last = g->smmax = NAN;
-		g->pmax = g->tmin = g->clk0 = NAN;
-		g->run = ST_UNKNOWN;
-		g->initial = true;
-		g->init_min = INFINITY;
-		g->init_max = -INFINITY;
-		stats_init(&g->main);
-		stats_init(&g->prov);
-	}
-	g = &k->g[id];
-	if (uuid && !g->uuid) {
-		g->uuid = xstrdup(uuid);
-		hput(k, mkkey(host, 'U', uuid), id);
-	}
-	if (npci && !g->pci) {
-		g->pci = npci;
-		npci = NULL;
-		hput(k, mkkey(host, 'P', g->pci), id);
-	}
-	if (index >= 0 && g->index < 0) {
-		g->index = index;
-		hput(k, mkkey(host, 'I', ibuf), id);
-	}
-	free(npci);
-	if (g->last_src != src) {
-		g->last_src = src;
-		src->ngpus++;
-	}
-	return id;
-}
-
-void tl_gpu_model(tl_src *src, int gpu, const char *name, size_t len)
-{
-	tgpu *g = &src->sink->g[gpu];
-	if (g->model || !name || !len)
-		return;
-	/* it is written into the profile: printable ASCII only, so that
-	 * any bytes a log holds there still make valid JSON text */
-	if (len > 255)
-		len = 255;
-	g->model = xmalloc(len + 1);
-	for (size_t i = 0; i < len; i++)
-		g->model[i] = name[i] >= 0x20 && name[i] < 0x7f ? name[i] : '?';
-	g->model[len] = '\0';
-}
-
-void tl_reasons(tl_sample *s, unsigned long long mask)
-{
-	double th = (mask & (TL_REASON_SW_THERMAL | TL_REASON_HW_THERMAL)) != 0;
-	double pc = (mask & TL_REASON_SW_POWER_CAP) != 0;
-	s->v[TL_THERMAL] = isnan(s->v[TL_THERMAL]) ? th
-	                   : (double)(s->v[TL_THERMAL] != 0 || th != 0);
-	s->v[TL_PCAP] = isnan(s->v[TL_PCAP]) ? pc
-	                : (double)(s->v[TL_PCAP] != 0 || pc != 0);
-}
-
-char *tl_host_from_file(const char *file)
-{
-	const char *b = strrchr(file, '/'), *dot;
-	char *h;
-	b = b ? b + 1 : file;
-	dot = strrchr(b, '.');
-	h = dot && dot > b ? strndup(b, (size_t)(dot - b)) : xstrdup(b);
-	if (!h || !tm_valid_host(h)) {
-		free(h);
-		return NULL;
-	}
-	return h;
+	return g->prev_t;
 }
 
 /* ---- the settling rule -------------------------------------------------- */
 
-static int state_of(const tgpu *g, const tl_sample *s)
+static int state_of(const tl_gpu_stats *g, const tl_sample *s)
 {
 	double u = s->v[TL_UTIL], p = s->v[TL_POWER], lim;
 	if (!isnan(u))
@@ -674,7 +386,7 @@ static int state_of(const tgpu *g, const tl_sample *s)
 	                                         ? ST_BUSY : ST_IDLE;
 }
 
-static void stats_add(tgpu *g, stats *st, const held *h)
+static void stats_add(tl_gpu_stats *g, stats *st, const held *h)
 {
 	const double *v = h->s.v;
 	double T = v[TL_TEMP], P = v[TL_POWER];
@@ -740,7 +452,7 @@ static void stats_add(tgpu *g, stats *st, const held *h)
 }
 
 /* A held sample whose next change of state is more than GUARD_S away. */
-static void release(tgpu *g, const held *h)
+static void release(tl_gpu_stats *g, const held *h)
 {
 	if (h->state == ST_UNKNOWN)
 		return;
@@ -756,7 +468,7 @@ static void release(tgpu *g, const held *h)
 		stats_add(g, &g->prov, h);
 }
 
-static void end_initial(tgpu *g)
+static void end_initial(tl_gpu_stats *g)
 {
 	if (!g->initial)
 		return;
@@ -768,12 +480,12 @@ static void end_initial(tgpu *g)
 	stats_free(&g->prov);
 }
 
-static held *qat(tgpu *g, int i)
+static held *qat(tl_gpu_stats *g, int i)
 {
 	return &g->q[(g->qhead + i) & (g->qcap - 1)];
 }
 
-static void qpop(tgpu *g)
+static void qpop(tl_gpu_stats *g)
 {
 	g->qhead = (g->qhead + 1) & (g->qcap - 1);
 	g->qn--;
@@ -781,7 +493,7 @@ static void qpop(tgpu *g)
 
 /* The slot after the last held sample, made room for; feed() takes it
  * into the queue. Popping from the front never moves it. */
-static held *qreserve(tgpu *g)
+static held *qreserve(tl_gpu_stats *g)
 {
 	if (g->qn == g->qcap) {
 		if (g->qcap == QMAX) {
@@ -804,7 +516,7 @@ static held *qreserve(tgpu *g)
 }
 
 /* h is the slot qreserve() gave (or, without a time, any held sample). */
-static void feed(tgpu *g, held *h)
+static void feed(tl_gpu_stats *g, held *h)
 {
 	int busy_eq = h->state >= ST_BUSY ? ST_BUSY : h->state;
 	double t = h->s.t;
@@ -837,7 +549,7 @@ static void feed(tgpu *g, held *h)
 	g->qn++;   /* h is the reserved slot */
 }
 
-static void finish_gpu(tgpu *g)
+static void finish_gpu(tl_gpu_stats *g)
 {
 	while (g->qn) {
 		release(g, qat(g, 0));
@@ -846,52 +558,10 @@ static void finish_gpu(tgpu *g)
 	end_initial(g);
 }
 
-int tl_push(tl_src *src, int gpu, const tl_sample *s)
+void tl_gpu_stats_add(tl_gpu_stats *g, const tl_sample *s)
 {
-	tl_sink *k = src->sink;
-	tgpu *g = &k->g[gpu];
 	held *h;
-	double from = k->o.from, to = k->o.to;
-	char msg[256];
 
-	if (tl_check_time(s->t, msg, sizeof msg))
-		return src_fail(src, "%s", msg);
-	for (int f = 0; f < TL_NFIELDS; f++)
-		if (tl_check_value(f, s->v[f], msg, sizeof msg))
-			return src_fail(src, "%s", msg);
-	if (!isnan(s->t)) {
-		if (isnan(src->t_first) || s->t < src->t_first)
-			src->t_first = s->t;
-		if (isnan(src->t_last) || s->t > src->t_last)
-			src->t_last = s->t;
-	}
-	if (!isnan(from) || !isnan(to)) {
-		if (isnan(s->t)) {
-			src->skipped[TL_SKIP_NO_TIME]++;
-			return 0;
-		}
-		if (k->o.from_rel && !isnan(from))
-			from += src->t_first;
-		if (k->o.to_rel && !isnan(to))
-			to += src->t_first;
-		if ((!isnan(from) && s->t < from) || (!isnan(to) && s->t > to)) {
-			src->skipped[TL_SKIP_WINDOW]++;
-			return 0;
-		}
-	}
-	if (!isnan(s->t) && !isnan(g->prev_t) && s->t < g->prev_t) {
-		char idx[24];
-		snprintf(idx, sizeof idx, "index %d", g->index);
-		return tm_fail(src->err, TM_EINPUT,
-		               "%s:%ld: time goes backwards for GPU %s %s "
-		               "(%.3f s before its previous sample)", src->file,
-		               src->line, g->host,
-		               g->uuid ? g->uuid : g->pci ? g->pci : idx,
-		               g->prev_t - s->t);
-	}
-	if (k->tap)
-		k->tap(k->tap_ctx, gpu, s);
-	src->samples++;
 	g->samples++;
 	h = qreserve(g);
 	h->s = *s;
@@ -924,64 +594,9 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 		g->pmax = s->v[TL_POWER];
 	h->settled = h->initial = false;
 	feed(g, h);
-	return 0;
 }
 
-bool tl_push_parallel_ok(const tl_src *src)
-{
-	const tl_sink *k = src->sink;
-	return !k->tap && !k->o.from_rel && !k->o.to_rel;
-}
-
-void tl_src_part(tl_src *part, const tl_src *src, tm_error *err)
-{
-	*part = *src;
-	part->samples = 0;
-	memset(part->skipped, 0, sizeof part->skipped);
-	part->t_first = part->t_last = NAN;
-	part->err = err;
-}
-
-void tl_src_merge(tl_src *src, const tl_src *part)
-{
-	src->samples += part->samples;
-	for (int i = 0; i < TL_NSKIP; i++)
-		src->skipped[i] += part->skipped[i];
-	if (!isnan(part->t_first) &&
-	    (isnan(src->t_first) || part->t_first < src->t_first))
-		src->t_first = part->t_first;
-	if (!isnan(part->t_last) &&
-	    (isnan(src->t_last) || part->t_last > src->t_last))
-		src->t_last = part->t_last;
-}
-
-/* ---- output --------------------------------------------------------------- */
-
-static int cmp_str(const char *a, const char *b)
-{
-	if (!a || !b)
-		return (a == NULL) - (b == NULL);
-	return strcmp(a, b);
-}
-
-static const tl_sink *sort_sink;
-
-static int cmp_gpu(const void *pa, const void *pb)
-{
-	const tgpu *a = &sort_sink->g[*(const int *)pa];
-	const tgpu *b = &sort_sink->g[*(const int *)pb];
-	int c = strcmp(a->host, b->host);
-	if (c)
-		return c;
-	if (a->index != b->index) {
-		if (a->index < 0 || b->index < 0)
-			return a->index < 0 ? 1 : -1;
-		return a->index < b->index ? -1 : 1;
-	}
-	if ((c = cmp_str(a->pci, b->pci)))
-		return c;
-	return cmp_str(a->uuid, b->uuid);
-}
+/* ---- the entries ---------------------------------------------------------- */
 
 static double frac(const mean *flags, double us, double span)
 {
@@ -1017,7 +632,8 @@ enum { FIT_NONE, FIT_OWN, FIT_POOLED, FIT_LIMIT };
 
 /* One entry of the profile between the statistics and the output. */
 typedef struct ent {
-	const tgpu *g;
+	const tl_gpu_stats *g;
+	const tl_ident *id;
 	const char *group;      /* model name, else host: one pooled fit */
 	bool by_model;          /* group is a model name, not a host */
 	double n, xm, ym;       /* fit samples; mean power (W), temp (°C) */
@@ -1256,7 +872,7 @@ static bool derate(ent *e, const ent *f)
 }
 
 /* "host UUID", "host PCI-bus-id" or "host index N", for messages. */
-static const char *gpu_text(const tgpu *g, char *buf, size_t cap)
+static const char *gpu_text(const tl_ident *g, char *buf, size_t cap)
 {
 	if (g->uuid || g->pci)
 		snprintf(buf, cap, "%s %s", g->host, g->uuid ? g->uuid : g->pci);
@@ -1265,31 +881,26 @@ static const char *gpu_text(const tgpu *g, char *buf, size_t cap)
 	return buf;
 }
 
-int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
+
+int tl_stats_build(const tl_ident *id, tl_gpu_stats *const *gs, int m,
+                   tm_gpu_profile *out, tm_error *err)
 {
-	int *ord = xmalloc((size_t)(k->n ? k->n : 1) * sizeof *ord);
 	ent *es, **grp;
 	const ent *fast = NULL;
-	int m = 0, rc = 0;
-	tm_profile prof = { 0 };
-	char *text;
+	int rc = 0;
 
-	for (int i = 0; i < k->n; i++) {
-		finish_gpu(&k->g[i]);
-		if (k->g[i].samples > 0)
-			ord[m++] = i;
-	}
-	sort_sink = k;
-	qsort(ord, (size_t)m, sizeof *ord, cmp_gpu);
+	for (int i = 0; i < m; i++)
+		finish_gpu(gs[i]);
 	es = xcalloc((size_t)(m ? m : 1), sizeof *es);
 	grp = xmalloc((size_t)(m ? m : 1) * sizeof *grp);
 	for (int i = 0; i < m; i++) {
 		ent *e = &es[i];
-		const tgpu *g = &k->g[ord[i]];
+		const tl_gpu_stats *g = gs[i];
 		const stats *st = &g->main;
 		e->g = g;
-		e->by_model = g->model != NULL;
-		e->group = g->model ? g->model : g->host;
+		e->id = &id[i];
+		e->by_model = id[i].model != NULL;
+		e->group = id[i].model ? id[i].model : id[i].host;
 		e->n = st->fn;
 		if (e->n > 0) {
 			e->xm = g->x0 + st->fx / e->n;
@@ -1327,30 +938,27 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 			             "SM clock, %.15g MHz, is %.3g times below GPU %s's "
 			             "(%.15g MHz), beyond a derate of %g with its "
 			             "uncertainty: GPUs of different models, or clocks "
-			             "not in MHz?", es[i].g->last_src->file,
-			             gpu_text(es[i].g, a, sizeof a),
+			             "not in MHz?", es[i].id->file,
+			             gpu_text(es[i].id, a, sizeof a),
 			             es[i].clock, fast->clock / es[i].clock,
-			             gpu_text(fast->g, b, sizeof b), fast->clock,
+			             gpu_text(fast->id, b, sizeof b), fast->clock,
 			             DERATE_MAX);
 		}
 	if (rc)
 		goto out;
 
-	prof.ngpus = m;
-	prof.gpus = xcalloc((size_t)(m ? m : 1), sizeof *prof.gpus);
 	for (int i = 0; i < m; i++) {
 		const ent *e = &es[i];
-		const tgpu *g = e->g;
+		const tl_gpu_stats *g = e->g;
 		const stats *st = &g->main;
-		tm_gpu_profile *o = &prof.gpus[i];
+		tm_gpu_profile *o = &out[i];
 		double head = mean_get(&st->tlimit_full);
 		if (isnan(head))
 			head = mean_get(&st->margin_full);
-		tm_gpu_profile_init(o);
-		o->host = xstrdup(g->host);
-		o->uuid = g->uuid ? xstrdup(g->uuid) : NULL;
-		o->pci_bus_id = g->pci ? xstrdup(g->pci) : NULL;
-		o->index = g->index;
+		o->host = xstrdup(id[i].host);
+		o->uuid = id[i].uuid ? xstrdup(id[i].uuid) : NULL;
+		o->pci_bus_id = id[i].pci ? xstrdup(id[i].pci) : NULL;
+		o->index = id[i].index;
 		o->samples = (double)g->samples;
 		o->load_samples = (double)st->load;
 		o->span_s = g->t1 - g->t0;
@@ -1378,295 +986,11 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 				tm_gpu_profile_mark(o, false, est_fields[f], e->est[f]);
 		tm_gpu_profile_round(o);
 	}
-	text = tm_profile_text(&prof);
-	sb_add(out, text);
-	free(text);
-	for (int i = 0; i < m; i++)
-		tm_gpu_profile_clear(&prof.gpus[i]);
-	free(prof.gpus);
-	*ngpus = m;
 out:
 	for (int i = 0; i < m; i++)
 		for (int f = 0; f < NEST; f++)
 			free(es[i].est[f]);
 	free(es);
 	free(grp);
-	free(ord);
-	return rc;
-}
-
-/* ---- files ---------------------------------------------------------------- */
-
-static bool starts(const char *p, size_t n, const char *pre)
-{
-	size_t k = strlen(pre);
-	return n >= k && memcmp(p, pre, k) == 0;
-}
-
-/* Is this the start of a Prometheus exposition: a metric name followed by
- * '{' or a space? */
-static bool prom_line(const char *p, size_t n)
-{
-	size_t i = 0;
-	while (i < n && (p[i] == '_' || p[i] == ':' ||
-	                 (p[i] >= 'a' && p[i] <= 'z') ||
-	                 (p[i] >= 'A' && p[i] <= 'Z') ||
-	                 (i > 0 && p[i] >= '0' && p[i] <= '9')))
-		i++;
-	return i > 0 && i < n && (p[i] == '{' || p[i] == ' ') &&
-	       !tl_contains(p, i, ",");
-}
-
-int tl_read_file(tl_src *src)
-{
-	tl_lines L;
-	const char *p;
-	size_t n;
-	int rc;
-	char *fhost = NULL;
-	const char *opt_host = src->host;
-
-	if ((rc = src->text ? tl_lines_openb(&L, src->file, src->text,
-	                                     src->len, src->err)
-	                    : tl_lines_open(&L, src->file, src->err)))
-		return rc;
-	n = tl_lines_peek(&L, &p);
-	if (starts(p, n, "\xef\xbb\xbf")) {   /* a byte order mark */
-		p += 3;
-		n -= 3;
-		L.start += 3;
-	}
-	while (n && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++, n--;
-	if (n == 0) {
-		rc = tm_fail(src->err, TM_EINPUT, "%s: empty file", src->file);
-		goto out;
-	}
-	{
-		const char *nl = memchr(p, '\n', n);
-		if (memchr(p, '\0', nl ? (size_t)(nl - p) : n))
-			goto binary;
-	}
-	if (0) {
-binary:
-		rc = tm_fail(src->err, TM_EINPUT, "%s: binary data (NUL "
-		             "bytes), not a telemetry log", src->file);
-		goto out;
-	}
-	if (*p == '{' || *p == '[') {
-		char *text;
-		size_t len;
-		tl_lines_close(&L);
-		if (src->text) {
-			if (src->len > TM_MAX_INPUT_BYTES)
-				return tm_fail(src->err, TM_EINPUT, "%s: file is %zu "
-				               "bytes; the limit is %u", src->file,
-				               src->len, TM_MAX_INPUT_BYTES);
-			return tl_read_qrange(src, src->text, src->len);
-		}
-		if ((rc = tm_read_file(src->file, TM_MAX_INPUT_BYTES, &text, &len,
-		                       src->err)))
-			return rc;
-		rc = tl_read_qrange(src, text, len);
-		free(text);
-		return rc;
-	}
-	if (!starts(p, n, "####") &&
-	    (tl_contains(p, n < 512 ? n : 512, "==============NVSMI LOG") ||
-	     tl_contains(p, n < 512 ? n : 512, "Clocks Event Reasons") ||
-	     tl_contains(p, n < 512 ? n : 512, "Clocks Throttle Reasons"))) {
-		rc = tm_fail(src->err, TM_EINPUT, "%s: `nvidia-smi -q` output: "
-		             "one snapshot without a time series; log with "
-		             "nvidia-smi --query-gpu=... --format=csv -l 1 "
-		             "instead", src->file);
-		goto out;
-	}
-	if (starts(p, n, "# HELP ") || starts(p, n, "# TYPE ") ||
-	    prom_line(p, n)) {
-		rc = tl_read_prom(src, &L);
-		goto out;
-	}
-	if (!src->host) {
-		fhost = tl_host_from_file(src->file);
-		src->host = fhost;
-	}
-	if (starts(p, n, "####") && tl_contains(p, n, "nvidia_gpu_exporter")) {
-		rc = tl_read_capture(src, &L);
-	} else if (starts(p, n, "#Date") || starts(p, n, "# gpu") ||
-	           starts(p, n, "#gpu") || starts(p, n, "# Date")) {
-		rc = tl_read_dmon(src, &L);
-	} else {
-		rc = tl_read_csv(src, &L);
-	}
-	if (!rc && fhost && src->ngpus > 0)
-		snprintf(src->fhost, sizeof src->fhost, "%s", fhost);
-out:
-	tl_lines_close(&L);
-	src->host = opt_host;
-	free(fhost);
-	return rc;
-}
-
-/* ---- warnings ----------------------------------------------------------- */
-
-/* Warnings already given, by a hash of their text: `compare --replay`
- * profiles the same files once per window, and a file's warning is news
- * only once. */
-#define WARNED_MAX 256
-static uint64_t warned[WARNED_MAX];
-static int nwarned;
-
-void tl_warn_forget(void)
-{
-	nwarned = 0;
-}
-
-static void warn_once(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void warn_once(const char *fmt, ...)
-{
-	char msg[1024];
-	uint64_t h;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	h = hash_str(msg);
-	for (int i = 0; i < nwarned; i++)
-		if (warned[i] == h)
-			return;
-	if (nwarned < WARNED_MAX)
-		warned[nwarned++] = h;
-	tm_warn("%s", msg);
-}
-
-/* What a file leaves unsaid about its GPUs: the host, when it came from
- * the file's name, and the UUID, without which a GPU is known only by
- * its place in a machine. */
-static void file_warnings(const tl_sink *k, const tl_src *s)
-{
-	int nouuid = 0, nopci = 0;
-	if (s->fhost[0])
-		warn_once("%s: no --host and no Hostname label: its GPUs are "
-		          "taken to be on host \"%s\", from the file's name; "
-		          "give the host with --host NAME before the file",
-		          s->file, s->fhost);
-	for (int i = 0; i < k->n; i++) {
-		const tgpu *g = &k->g[i];
-		if (g->last_src != s || g->uuid)
-			continue;
-		nouuid++;
-		nopci += !g->pci;
-	}
-	if (nouuid)
-		warn_once("%s: no GPU UUID: its GPUs are known by host and %s "
-		          "only, so a profile of another machine with the same "
-		          "%s would match them too, while a profile belongs to a "
-		          "physical GPU; log uuid as well (nvidia-smi "
-		          "--query-gpu=uuid,...)", s->file,
-		          nopci == 0 ? "PCI bus id" : nopci == nouuid ? "index"
-		          : "PCI bus id (or index)",
-		          nopci == 0 ? "bus ids" : nopci == nouuid ? "indices"
-		          : "bus ids or indices");
-}
-
-static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus)
-{
-	jw w;
-	long rows = 0, samples = 0;
-	jw_init(&w, out);
-	jw_obj(&w, NULL, false);
-	jw_str(&w, "format", "thermap.profile-summary/1");
-	jw_arr(&w, "files", false);
-	for (int i = 0; i < n; i++) {
-		const tl_src *s = &srcs[i];
-		char buf[80];
-		rows += s->rows;
-		samples += s->samples;
-		jw_obj(&w, NULL, false);
-		jw_str(&w, "file", s->file);
-		jw_str(&w, "format", s->format ? s->format : "unknown");
-		jw_int(&w, "rows", s->rows);
-		jw_int(&w, "samples", s->samples);
-		jw_obj(&w, "skipped", true);
-		for (int k = 0; k < TL_NSKIP; k++)
-			if (s->skipped[k])
-				jw_int(&w, tl_skip_names[k], s->skipped[k]);
-		jw_end_obj(&w);
-		jw_int(&w, "gpus", s->ngpus);
-		if (isnan(s->t_first)) {
-			jw_null(&w, "first");
-			jw_null(&w, "last");
-		} else {
-			tl_iso_time(buf, sizeof buf, s->t_first);
-			jw_str(&w, "first", buf);
-			tl_iso_time(buf, sizeof buf, s->t_last);
-			jw_str(&w, "last", buf);
-		}
-		jw_num(&w, "span_s", s->t_last - s->t_first, 3);
-		jw_end_obj(&w);
-	}
-	jw_end_arr(&w);
-	jw_int(&w, "rows", rows);
-	jw_int(&w, "samples", samples);
-	jw_int(&w, "gpus", ngpus);
-	jw_end_obj(&w);
-	sb_add(out, "\n");
-}
-
-int tm_profile_from_telemetry(const tm_tele_input *in, int n,
-                              const tm_tele_opts *o, char **profile,
-                              char **summ, tm_error *err)
-{
-	tl_opts to = { o->from, o->to, o->from_rel, o->to_rel };
-	tl_sink *k = tl_sink_new(&to);
-	tl_src *srcs = xcalloc((size_t)(n ? n : 1), sizeof *srcs);
-	strbuf pb, sb;
-	long ngpus = 0;
-	int rc = 0;
-	bool nq = false;
-
-	*profile = *summ = NULL;
-	for (int i = 0; i < n && !rc; i++) {
-		tl_src *s = &srcs[i];
-		s->sink = k;
-		s->file = in[i].file;
-		s->host = in[i].host;
-		s->fields = in[i].fields;
-		s->err = err;
-		s->t_first = s->t_last = NAN;
-		rc = tl_read_file(s);
-		if (!rc)
-			file_warnings(k, s);
-		if (!rc && s->format && !strcmp(s->format,
-		                                "prometheus query_range"))
-			nq = true;
-	}
-	/* query_range series are merged across files before pushing; the
-	 * tl_src of each file stays valid until here */
-	if (!rc && nq)
-		rc = tl_qrange_flush(k, err);
-	if (!rc) {
-		sb_init(&pb);
-		rc = tl_sink_finish(k, &pb, &ngpus, err);
-		if (rc) {
-			sb_free(&pb);
-		} else if (ngpus == 0) {
-			sb_free(&pb);
-			rc = tm_fail(err, TM_EINPUT, "%s%s: no GPU samples to "
-			             "profile", n > 1 ? "inputs ending with " : "",
-			             n ? in[n - 1].file : "(no input)");
-		} else {
-			sb_init(&sb);
-			summary(&sb, srcs, n, ngpus);
-			*profile = pb.s;
-			*summ = sb.s;
-		}
-	}
-	if (rc)   /* drop query_range points of a run that failed */
-		tl_qrange_flush(NULL, NULL);
-	tl_sink_free(k);
-	free(srcs);
 	return rc;
 }
