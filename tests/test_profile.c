@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -898,7 +899,6 @@ static void test_warnings(void **state)
 	          "00000000:00:06.0, 40\n");
 	tm_set_warn(on_warn, NULL);
 	warnings[0] = '\0';
-	tl_warn_forget();
 	assert_int_equal(run1(f, NULL, &p, &e), 0);
 	json_decref(p);
 	snprintf(want, sizeof want, "%s: no --host and no Hostname label: "
@@ -910,12 +910,16 @@ static void test_warnings(void **state)
 	         "GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)\n",
 	         f, f);
 	assert_string_equal(warnings, want);
-	/* once per run of thermap (compare --replay reads it per window) */
+	/* once per reading: the same file given twice warns once */
 	warnings[0] = '\0';
-	assert_int_equal(run1(f, NULL, &p, &e), 0);
+	{
+		const char *twice[2] = { f, f };
+		assert_int_equal(run(twice, 2, NULL, &p, &e, NULL), 0);
+	}
 	json_decref(p);
-	assert_string_equal(warnings, "");
+	assert_string_equal(warnings, want);
 	/* --host given and a UUID logged: nothing to say */
+	warnings[0] = '\0';
 	f = puts_("w02.csv", "timestamp, index, uuid, temperature.gpu\n"
 	          "2026/01/01 00:00:00.000, 0, "
 	          "GPU-a0000000-0000-4000-8000-000000000000, 40\n");
@@ -1482,6 +1486,85 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* ---- two readings at once ----------------------------------------------- */
+
+/* One host's query_range recording, temperature and power in two files:
+ * their points wait in the sink until both are read. */
+static void qrange_files(const char *host, double base, char *files[2])
+{
+	static const char *const metric[2] = { "DCGM_FI_DEV_GPU_TEMP",
+		"DCGM_FI_DEV_POWER_USAGE" };
+	for (int m = 0; m < 2; m++) {
+		char name[64], text[32768];
+		int n = snprintf(text, sizeof text, "{\"status\":\"success\","
+		                 "\"data\":{\"resultType\":\"matrix\",\"result\":["
+		                 "{\"metric\":{\"__name__\":\"%s\",\"gpu\":\"0\","
+		                 "\"UUID\":\"GPU-%08x\",\"Hostname\":\"%s\"},"
+		                 "\"values\":[", metric[m], (unsigned)base, host);
+		for (int i = 0; i < 600; i++)
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s[%d,"
+			              "\"%.1f\"]", i ? "," : "", 1700000000 + i,
+			              m ? 3 * base + 2 * i : base + 0.1 * i);
+		snprintf(text + n, sizeof text - (size_t)n, "]}]}}");
+		snprintf(name, sizeof name, "%s-%d.json", host, m);
+		files[m] = xstrdup(puts_(name, text));
+	}
+}
+
+typedef struct reading {
+	char *files[2];
+	char *prof;          /* the profile of the last run */
+	int rc;
+} reading;
+
+static void *read_often(void *arg)
+{
+	reading *r = arg;
+	tm_tele_input in[2] = { { r->files[0], NULL, NULL },
+	                        { r->files[1], NULL, NULL } };
+	tm_tele_opts o = { NAN, NAN, false, false };
+	for (int i = 0; i < 30 && !r->rc; i++) {
+		tm_error e;
+		char *summ = NULL;
+		free(r->prof);
+		r->rc = tm_profile_from_telemetry(in, 2, &o, &r->prof, &summ, &e);
+		free(summ);
+	}
+	return NULL;
+}
+
+/* Two threads profile different recordings at once, over and over: each
+ * gets the profile it gets alone (nothing is shared between readings;
+ * make check-tsan runs this under ThreadSanitizer). */
+static void test_two_readings_at_once(void **state)
+{
+	reading r[2] = { { { NULL }, NULL, 0 }, { { NULL }, NULL, 0 } };
+	char *alone[2];
+	pthread_t th[2];
+	(void)state;
+	qrange_files("n1", 40, r[0].files);
+	qrange_files("n2", 50, r[1].files);
+	for (int k = 0; k < 2; k++) {
+		read_often(&r[k]);
+		assert_int_equal(r[k].rc, 0);
+		alone[k] = r[k].prof;
+		r[k].prof = NULL;
+	}
+	assert_string_not_equal(alone[0], alone[1]);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&th[k], NULL, read_often, &r[k]),
+		                 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+		assert_int_equal(r[k].rc, 0);
+		assert_string_equal(r[k].prof, alone[k]);
+		free(r[k].prof);
+		free(alone[k]);
+		free(r[k].files[0]);
+		free(r[k].files[1]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1512,6 +1595,7 @@ int main(void)
 		cmocka_unit_test(test_blocking_and_gpu_cap),
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),
+		cmocka_unit_test(test_two_readings_at_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -198,8 +198,6 @@ int tl_read_inputs(tl_sink *k, const tm_tele_input *in, int n, tl_src *srcs,
 	 * tl_src of each file stays valid until here */
 	if (!rc && nq)
 		rc = tl_qrange_flush(k, err);
-	if (rc)   /* drop query_range points of a run that failed */
-		tl_qrange_flush(NULL, NULL);
 	return rc;
 }
 

@@ -7,7 +7,8 @@
  * statistics (stats.c) make their entries.
  *
  * It calls stats.c, lines.c and parse.c, nothing above; the readers and
- * read.c call it.
+ * read.c call it. All its state is in tl_sink: several sinks may be used
+ * at once (one per thread).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -111,6 +112,10 @@ typedef struct hslot {
 	int id;
 } hslot;
 
+/* Warnings already given, by a hash of their text: a file read twice
+ * into one sink has its warnings given once. */
+#define WARNED_MAX 256
+
 struct tl_sink {
 	tl_opts o;
 	tgpu *g;
@@ -119,6 +124,9 @@ struct tl_sink {
 	size_t hcap, hn;
 	void (*tap)(void *, int, const tl_sample *);
 	void *tap_ctx;
+	tl_qpending qp;         /* query_range points not yet pushed */
+	uint64_t warned[WARNED_MAX];
+	int nwarned;
 };
 
 tl_sink *tl_sink_new(const tl_opts *o)
@@ -146,6 +154,8 @@ void tl_sink_free(tl_sink *k)
 		free(k->h[i].key);
 	free(k->h);
 	free(k->g);
+	free(k->qp.p);
+	free(k->qp.srcs);
 	free(k);
 }
 
@@ -439,6 +449,11 @@ void tl_src_merge(tl_src *src, const tl_src *part)
 		src->t_last = part->t_last;
 }
 
+tl_qpending *tl_sink_qpending(tl_sink *k)
+{
+	return &k->qp;
+}
+
 /* ---- the end -------------------------------------------------------------- */
 
 static int cmp_str(const char *a, const char *b)
@@ -520,22 +535,10 @@ int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err)
 
 /* ---- warnings ----------------------------------------------------------- */
 
-/* Warnings already given, by a hash of their text: `compare --replay`
- * profiles the same files once per window, and a file's warning is news
- * only once. */
-#define WARNED_MAX 256
-static uint64_t warned[WARNED_MAX];
-static int nwarned;
+static void warn_once(tl_sink *k, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
-void tl_warn_forget(void)
-{
-	nwarned = 0;
-}
-
-static void warn_once(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static void warn_once(const char *fmt, ...)
+static void warn_once(tl_sink *k, const char *fmt, ...)
 {
 	char msg[1024];
 	uint64_t h;
@@ -544,22 +547,22 @@ static void warn_once(const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	h = hash_str(msg);
-	for (int i = 0; i < nwarned; i++)
-		if (warned[i] == h)
+	for (int i = 0; i < k->nwarned; i++)
+		if (k->warned[i] == h)
 			return;
-	if (nwarned < WARNED_MAX)
-		warned[nwarned++] = h;
+	if (k->nwarned < WARNED_MAX)
+		k->warned[k->nwarned++] = h;
 	tm_warn("%s", msg);
 }
 
 /* What a file leaves unsaid about its GPUs: the host, when it came from
  * the file's name, and the UUID, without which a GPU is known only by
  * its place in a machine. */
-void tl_file_warnings(const tl_sink *k, const tl_src *s)
+void tl_file_warnings(tl_sink *k, const tl_src *s)
 {
 	int nouuid = 0, nopci = 0;
 	if (s->fhost[0])
-		warn_once("%s: no --host and no Hostname label: its GPUs are "
+		warn_once(k, "%s: no --host and no Hostname label: its GPUs are "
 		          "taken to be on host \"%s\", from the file's name; "
 		          "give the host with --host NAME before the file",
 		          s->file, s->fhost);
@@ -571,7 +574,7 @@ void tl_file_warnings(const tl_sink *k, const tl_src *s)
 		nopci += !g->pci;
 	}
 	if (nouuid)
-		warn_once("%s: no GPU UUID: its GPUs are known by host and %s "
+		warn_once(k, "%s: no GPU UUID: its GPUs are known by host and %s "
 		          "only, so a profile of another machine with the same "
 		          "%s would match them too, while a profile belongs to a "
 		          "physical GPU; log uuid as well (nvidia-smi "

@@ -25,6 +25,9 @@
  *             lines of a file; numbers and times in text
  *
  * The profile document is written by format/profile.c (tm_profile_text).
+ * Nothing here keeps state outside the structs it is given (but csv.c's
+ * table of hex digits, filled once under pthread_once): several readings
+ * may run at once, one per thread.
  */
 #ifndef THERMAP_TELEMETRY_H
 #define THERMAP_TELEMETRY_H
@@ -106,10 +109,11 @@ int tl_read_dmon(tl_src *src, tl_lines *L);    /* nvidia-smi dmon */
 int tl_read_capture(tl_src *src, tl_lines *L); /* nvidia_gpu_exporter */
 int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
 /* Prometheus query_range JSON: the whole file is read (it is bounded by
- * TM_MAX_INPUT_BYTES), its points are kept until tl_qrange_flush(), which
- * merges the series of every query_range file by GPU and time and pushes
- * them. The tl_src of every query_range file stays valid (and is the one
- * to charge rows and samples to) until tl_qrange_flush() returns. */
+ * TM_MAX_INPUT_BYTES), its points are kept in the sink until
+ * tl_qrange_flush(), which merges the series of every query_range file
+ * by GPU and time and pushes them. The tl_src of every query_range file
+ * stays valid (and is the one to charge rows and samples to) until
+ * tl_qrange_flush() returns. Points never flushed go with the sink. */
 int tl_read_qrange(tl_src *src, const char *text, size_t len);
 int tl_qrange_flush(tl_sink *k, tm_error *err);
 
@@ -214,11 +218,9 @@ void tl_reasons(tl_sample *s, unsigned long long mask);
 char *tl_host_from_file(const char *file);
 
 /* What a file read into k leaves unsaid about its GPUs (the host taken
- * from its name, no UUID), as warnings; each once per process, as
- * compare --replay reads the same files once per window. Tests call
- * tl_warn_forget to hear them again. */
-void tl_file_warnings(const tl_sink *k, const tl_src *s);
-void tl_warn_forget(void);
+ * from its name, no UUID), as warnings; each warning once per sink, as a
+ * file may be read into it twice. */
+void tl_file_warnings(tl_sink *k, const tl_src *s);
 
 /* Ends every GPU's stream and makes the profile of the GPUs with
  * samples, in the order of host, index, PCI bus id, UUID: 0 with *out
@@ -228,6 +230,25 @@ void tl_warn_forget(void);
  * entries. */
 int tl_sink_profile(tl_sink *k, tm_profile **out, tm_error *err);
 int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err);
+
+/* query_range points waiting in a sink to be merged across files
+ * (prom.c): they are pushed by tl_qrange_flush(). */
+typedef struct tl_qpoint {
+	double t, v;
+	unsigned seq;            /* input order: the sort is stable */
+	int gpu;
+	unsigned short src;      /* into srcs */
+	unsigned char metric;    /* prom.c's metric number */
+} tl_qpoint;
+
+typedef struct tl_qpending {
+	tl_qpoint *p;            /* n points */
+	size_t n, cap;
+	tl_src **srcs;           /* nsrc files the points came from */
+	int nsrc, capsrc;
+} tl_qpending;
+
+tl_qpending *tl_sink_qpending(tl_sink *k);
 
 /* ---- stats.c: the profile statistics ------------------------------------ */
 
