@@ -4,9 +4,11 @@
  * against what the recording shows; the settling rule, the fit and the
  * counters on hand-made logs with known answers; every malformed input
  * class with its exact message; --baseline and the one profile writer
- * (values kept, the same bytes as `thermap profile`); and the threaded
+ * (values kept, the same bytes as `thermap profile`); the threaded
  * reader against the line-by-line one on a multi-megabyte replay of the
- * recording.
+ * recording; two readings in two threads at once; and a recording read
+ * once and profiled by window (compare --replay) against reading the
+ * files with each window.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1565,6 +1567,82 @@ static void test_two_readings_at_once(void **state)
 	}
 }
 
+/* ---- a recording read once ------------------------------------------------ */
+
+/* Each window's profile from the recording in memory is the one reading
+ * the files with that window gives, byte for byte, or the same error. */
+static void same_windows(const tm_tele_input *in, int n,
+                         const tm_tele_opts *w, int nw)
+{
+	tl_recording *rec;
+	tm_error e = { 0, "" };
+	assert_int_equal(tl_recording_read(in, n, &rec, &e), 0);
+	for (int k = 0; k < nw; k++) {
+		tm_error e1 = { 0, "" }, e2 = { 0, "" };
+		tm_profile *p = NULL;
+		char *want = NULL, *summ = NULL, *got = NULL;
+		int rc1 = tm_profile_from_telemetry(in, n, &w[k], &want, &summ,
+		                                    &e1);
+		int rc2 = tl_recording_profile(rec, &w[k], &p, &e2);
+		assert_int_equal(rc2, rc1);
+		assert_string_equal(e2.msg, e1.msg);
+		if (!rc2) {
+			got = tm_profile_text(p);
+			assert_string_equal(got, want);
+		}
+		free(got);
+		free(want);
+		free(summ);
+		tm_profile_free(p);
+	}
+	tl_recording_free(rec);
+}
+
+static void test_recording_windows(void **state)
+{
+	static const tm_tele_opts w[] = {
+		{ NAN, NAN, false, false },
+		{ 0, 60 - 1e-6, true, true }, { 60, 120 - 1e-6, true, true },
+		{ 240, 300 - 1e-6, true, true }, { 205, 290, true, true },
+		{ 1000, 2000, true, true },           /* after the end: none */
+		{ 100, NAN, true, false }, { NAN, 30, false, true },
+		{ 1795263420, NAN, false, false },    /* absolute: 12:17:00 */
+	};
+	tm_tele_input h200[2] = { { H200, "h200x4-a", NULL },
+	                          { H200, "other", NULL } };
+	char *q[2];
+	tm_tele_input qr[2];
+	(void)state;
+	same_windows(h200, 1, w, (int)(sizeof w / sizeof w[0]));
+	same_windows(h200, 2, w, (int)(sizeof w / sizeof w[0]));
+	{
+		/* the span: the longest file's, as the summary gives it */
+		tl_recording *rec;
+		tm_error e = { 0, "" };
+		char *prof, *summ;
+		json_t *sj;
+		assert_int_equal(tl_recording_read(h200, 1, &rec, &e), 0);
+		assert_int_equal(tm_profile_from_telemetry(h200, 1, &w[0], &prof,
+		                                           &summ, &e), 0);
+		sj = json_loads(summ, 0, NULL);
+		assert_true(tl_recording_span(rec) == json_number_value(
+		            json_object_get(json_array_get(json_object_get(sj,
+		            "files"), 0), "span_s")));
+		assert_true(tl_recording_span(rec) > 300);
+		json_decref(sj);
+		free(prof);
+		free(summ);
+		tl_recording_free(rec);
+	}
+	/* query_range: points merged across files before they are pushed */
+	qrange_files("n3", 45, q);
+	qr[0] = (tm_tele_input){ q[0], NULL, NULL };
+	qr[1] = (tm_tele_input){ q[1], NULL, NULL };
+	same_windows(qr, 2, w, (int)(sizeof w / sizeof w[0]));
+	free(q[0]);
+	free(q[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1596,6 +1674,7 @@ int main(void)
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),
 		cmocka_unit_test(test_two_readings_at_once),
+		cmocka_unit_test(test_recording_windows),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

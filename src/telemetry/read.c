@@ -4,7 +4,8 @@
  * (a byte order mark, JSON, Prometheus text, an nvidia_gpu_exporter
  * capture, dmon, else CSV) and hands it to its reader; tl_read_inputs
  * reads the inputs of one run into a sink; tm_profile_from_telemetry
- * makes the profile and the summary of what was read.
+ * makes the profile and the summary of what was read; a recording
+ * (compare --replay) is read once and profiled window by window.
  *
  * A new format is a reader file beside csv.c, dmon.c and prom.c, and one
  * test in tl_read_file. Below it: the readers, the sink, the statistics.
@@ -239,5 +240,77 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 	tm_profile_free(p);
 	tl_sink_free(k);
 	free(srcs);
+	return rc;
+}
+
+/* ---- a recording, read once ----------------------------------------------- */
+
+struct tl_recording {
+	const tm_tele_input *in;  /* borrowed */
+	int n;
+	tl_src *srcs;             /* the files as read (GPUs name them) */
+	tl_sink *k;               /* its GPUs and every sample */
+};
+
+int tl_recording_read(const tm_tele_input *in, int n, tl_recording **out,
+                      tm_error *err)
+{
+	tl_opts whole = { NAN, NAN, false, false };
+	tl_recording *r = xcalloc(1, sizeof *r);
+	int rc;
+
+	r->in = in;
+	r->n = n;
+	r->srcs = xcalloc((size_t)(n ? n : 1), sizeof *r->srcs);
+	r->k = tl_sink_new(&whole);
+	tl_sink_record(r->k);
+	if ((rc = tl_read_inputs(r->k, in, n, r->srcs, true, err))) {
+		tl_recording_free(r);
+		r = NULL;
+	}
+	*out = r;
+	return rc;
+}
+
+void tl_recording_free(tl_recording *r)
+{
+	if (!r)
+		return;
+	tl_sink_free(r->k);
+	free(r->srcs);
+	free(r);
+}
+
+double tl_recording_span(const tl_recording *r)
+{
+	double span = 0;
+	for (int i = 0; i < r->n; i++) {
+		const tl_src *s = &r->srcs[i];
+		char buf[64];
+		double d;
+		if (isnan(s->t_first))
+			continue;
+		/* to the millisecond, as the summary writes span_s */
+		snprintf(buf, sizeof buf, "%.3f", s->t_last - s->t_first);
+		d = strtod(buf, NULL);
+		if (d > span)
+			span = d;
+	}
+	return span;
+}
+
+int tl_recording_profile(const tl_recording *r, const tm_tele_opts *o,
+                         tm_profile **out, tm_error *err)
+{
+	tl_opts to = { NAN, NAN, false, false };
+	tl_sink *k;
+	int rc;
+
+	if (o)
+		to = (tl_opts){ o->from, o->to, o->from_rel, o->to_rel };
+	k = tl_sink_new(&to);
+	tl_sink_replay(k, r->k);
+	rc = profile_of(k, r->in, r->n, out, err);
+	tl_sink_free(k);
 	return rc;
 }

@@ -112,6 +112,13 @@ typedef struct hslot {
 	int id;
 } hslot;
 
+/* A sample kept by a recording sink (tl_sink_record). */
+typedef struct recd {
+	tl_sample s;
+	double t_first;         /* its file's first time when it was read */
+	int gpu;
+} recd;
+
 /* Warnings already given, by a hash of their text: a file read twice
  * into one sink has its warnings given once. */
 #define WARNED_MAX 256
@@ -124,6 +131,9 @@ struct tl_sink {
 	size_t hcap, hn;
 	void (*tap)(void *, int, const tl_sample *);
 	void *tap_ctx;
+	bool rec;               /* keeping the samples it accepts */
+	recd *r;                /* nr of them */
+	size_t nr, rcap;
 	tl_qpending qp;         /* query_range points not yet pushed */
 	uint64_t warned[WARNED_MAX];
 	int nwarned;
@@ -154,6 +164,7 @@ void tl_sink_free(tl_sink *k)
 		free(k->h[i].key);
 	free(k->h);
 	free(k->g);
+	free(k->r);
 	free(k->qp.p);
 	free(k->qp.srcs);
 	free(k);
@@ -378,9 +389,20 @@ static bool in_window(const tl_sink *k, const tl_sample *s, double t_first,
 }
 
 /* A sample in the window, in its GPU's time order, into the GPU's
- * statistics (and the tap). */
-static void accept(tl_sink *k, int gpu, const tl_sample *s)
+ * statistics (and the recording and the tap). */
+static void accept(tl_sink *k, int gpu, const tl_sample *s, double t_first)
 {
+	if (k->rec) {
+		recd *r;
+		if (k->nr == k->rcap) {
+			k->rcap = k->rcap ? 2 * k->rcap : 1024;
+			k->r = xrealloc(k->r, k->rcap * sizeof *k->r);
+		}
+		r = &k->r[k->nr++];
+		r->s = *s;
+		r->t_first = t_first;
+		r->gpu = gpu;
+	}
 	if (k->tap)
 		k->tap(k->tap_ctx, gpu, s);
 	tl_gpu_stats_add(k->g[gpu].st, s);
@@ -417,14 +439,14 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s)
 		               prev_t - s->t);
 	}
 	src->samples++;
-	accept(k, gpu, s);
+	accept(k, gpu, s, src->t_first);
 	return 0;
 }
 
 bool tl_push_parallel_ok(const tl_src *src)
 {
 	const tl_sink *k = src->sink;
-	return !k->tap && !k->o.from_rel && !k->o.to_rel;
+	return !k->tap && !k->rec && !k->o.from_rel && !k->o.to_rel;
 }
 
 void tl_src_part(tl_src *part, const tl_src *src, tm_error *err)
@@ -447,6 +469,38 @@ void tl_src_merge(tl_src *src, const tl_src *part)
 	if (!isnan(part->t_last) &&
 	    (isnan(src->t_last) || part->t_last > src->t_last))
 		src->t_last = part->t_last;
+}
+
+/* ---- recording ------------------------------------------------------------ */
+
+void tl_sink_record(tl_sink *k)
+{
+	k->rec = true;
+}
+
+void tl_sink_replay(tl_sink *to, const tl_sink *from)
+{
+	long skipped[TL_NSKIP] = { 0 };   /* a summary is not asked for */
+	to->g = xcalloc((size_t)(from->n ? from->n : 1), sizeof *to->g);
+	to->n = to->cap = from->n;
+	for (int i = 0; i < from->n; i++) {
+		const tgpu *f = &from->g[i];
+		tgpu *g = &to->g[i];
+		g->host = xstrdup(f->host);
+		g->uuid = f->uuid ? xstrdup(f->uuid) : NULL;
+		g->pci = f->pci ? xstrdup(f->pci) : NULL;
+		g->model = f->model ? xstrdup(f->model) : NULL;
+		g->index = f->index;
+		g->last_src = f->last_src;
+		g->st = tl_gpu_stats_new();
+	}
+	/* each GPU's samples were in time order when they were recorded,
+	 * and so is any part of them: no check is needed again */
+	for (size_t i = 0; i < from->nr; i++) {
+		const recd *r = &from->r[i];
+		if (in_window(to, &r->s, r->t_first, skipped))
+			accept(to, r->gpu, &r->s, r->t_first);
+	}
 }
 
 tl_qpending *tl_sink_qpending(tl_sink *k)

@@ -3,9 +3,10 @@
  * calibrate and compare --replay read). The files, each calling only the
  * ones below it:
  *
- *   read.c    the entry points: tm_profile_from_telemetry, the summary;
- *             and the dispatcher, tl_read_file, which finds a file's
- *             format from its first bytes and hands it to its reader
+ *   read.c    the entry points: tm_profile_from_telemetry, the summary,
+ *             a recording read once and profiled window by window; and
+ *             the dispatcher, tl_read_file, which finds a file's format
+ *             from its first bytes and hands it to its reader
  *   csv.c dmon.c prom.c
  *             the readers, one per family of formats: nvidia-smi
  *             --query-gpu CSV (and nvidia_gpu_exporter captures), dmon,
@@ -97,6 +98,26 @@ int tl_read_file(tl_src *src);
  * files (tl_file_warnings). Returns 0 or an exit code with err set. */
 int tl_read_inputs(tl_sink *k, const tm_tele_input *in, int n, tl_src *srcs,
                    bool warn, tm_error *err);
+
+/* A recording read once (compare --replay): every sample of its files
+ * kept in memory, so that the profile of any window of it is made
+ * without reading the files again. in's strings are borrowed for its
+ * life. */
+typedef struct tl_recording tl_recording;
+/* Reads the inputs as tm_profile_from_telemetry does (with its warnings);
+ * 0 with *out new, or an exit code with err set. */
+int tl_recording_read(const tm_tele_input *in, int n, tl_recording **out,
+                      tm_error *err);
+void tl_recording_free(tl_recording *r);
+/* The span of its longest file, seconds, to the millisecond (as the
+ * summary says); 0 when no file has two times. */
+double tl_recording_span(const tl_recording *r);
+/* The profile of the window o (NULL: the whole recording), exactly as
+ * tm_profile_from_telemetry of the same inputs with o makes it: 0 with
+ * *out new, or TM_EINPUT with err set (no samples in the window, GPUs too
+ * far apart for a derate). */
+int tl_recording_profile(const tl_recording *r, const tm_tele_opts *o,
+                         tm_profile **out, tm_error *err);
 
 /* ---- dmon.c, csv.c, prom.c: the readers -------------------------------- */
 
@@ -201,9 +222,9 @@ int tl_push(tl_src *src, int gpu, const tl_sample *s);
 /* Pushing in parallel: samples of different GPUs may be pushed by
  * different threads at once, each through its own copy of the source made
  * by tl_src_part() (and with no GPU added meanwhile), when this says so:
- * no tap, and no window relative to the file's first time (which depends
- * on the rows of every GPU before). tl_src_merge() adds a part's counts
- * and times back. */
+ * no tap, no recording, and no window relative to the file's first time
+ * (which depends on the rows of every GPU before). tl_src_merge() adds a
+ * part's counts and times back. */
 bool tl_push_parallel_ok(const tl_src *src);
 void tl_src_part(tl_src *part, const tl_src *src, tm_error *err);
 void tl_src_merge(tl_src *src, const tl_src *part);
@@ -230,6 +251,15 @@ void tl_file_warnings(tl_sink *k, const tl_src *s);
  * entries. */
 int tl_sink_profile(tl_sink *k, tm_profile **out, tm_error *err);
 int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err);
+
+/* Recording: from now on k keeps every sample it accepts, in order, with
+ * its file's first time so far (which a relative window counts from);
+ * pushing is then sequential. tl_sink_replay gives an empty sink the
+ * GPUs of a recording sink, from, and pushes what from recorded through
+ * to's window: to then holds what reading the same files with that
+ * window would give it, ready for tl_sink_profile. */
+void tl_sink_record(tl_sink *k);
+void tl_sink_replay(tl_sink *to, const tl_sink *from);
 
 /* query_range points waiting in a sink to be merged across files
  * (prom.c): they are pushed by tl_qrange_flush(). */
