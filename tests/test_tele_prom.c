@@ -1,6 +1,6 @@
 /*
  * test_tele_prom.c — the dcgm-exporter readers (Prometheus text and
- * query_range JSON) and the time parser, through the builder's interface:
+ * query_range JSON) and the time parser, through the sink's interface:
  * every sample tl_push accepts is recorded by a tap and checked value by
  * value, and every rejection by its exact one-line message and exit code
  * (FILE stands for the file name).

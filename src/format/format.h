@@ -1,8 +1,9 @@
 /*
  * format.h — the documents of docs/formats.md read as untrusted input:
  * the JSON edge (jsonin.c: validated fields, JSON paths in messages),
- * the cluster, profile, job, policy and plan.json loaders, a profile
- * filled from a baseline, and Megatron's layout strings (layout.c).
+ * the cluster, profile, job, policy and plan.json loaders, the profile
+ * writer and a profile filled from a baseline, and Megatron's layout
+ * strings (layout.c).
  *
  * Layer: above base. Only this folder (and the query_range reader of
  * telemetry/) includes <jansson.h>; this header names jansson's json_t

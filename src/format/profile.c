@@ -1,7 +1,11 @@
 /*
- * profile.c — loads and validates a thermap.profile/1 document: one thermal
- * and clock summary per physical GPU. It does not read telemetry (the
- * profile command does) and does not join entries to a cluster (problem.c).
+ * profile.c — the thermap.profile/1 document: one thermal and clock
+ * summary per physical GPU. It loads and validates one, writes one (the
+ * one writer of every profile thermap makes: profile, profile --baseline,
+ * calibrate), and fills a window's profile from an earlier one
+ * (--baseline, compare --replay). It does not read telemetry nor compute
+ * the statistics (telemetry/stats.c: levels, fit, derate), and does not
+ * join entries to a cluster (model/problem.c).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -127,6 +127,7 @@ out:
 	return rc;
 }
 
+/* ---- the summary: what was read (thermap.profile-summary/1) -------------- */
 
 static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus)
 {

@@ -110,7 +110,7 @@ int tl_recording_read(const tm_tele_input *in, int n, tl_recording **out,
                       tm_error *err);
 void tl_recording_free(tl_recording *r);
 /* The span of its longest file, seconds, to the millisecond (as the
- * summary says); 0 when no file has two times. */
+ * summary says); 0 when no file has a time. */
 double tl_recording_span(const tl_recording *r);
 /* The profile of the window o (NULL: the whole recording), exactly as
  * tm_profile_from_telemetry of the same inputs with o makes it: 0 with
