@@ -3,8 +3,12 @@
  * the real H200 recording against the independent Python derivation and
  * against what the recording shows; the settling rule, the fit and the
  * counters on hand-made logs with known answers; every malformed input
- * class with its exact message; and the threaded reader against the
- * line-by-line one on a multi-megabyte replay of the recording.
+ * class with its exact message; --baseline and the one profile writer
+ * (values kept, the same bytes as `thermap profile`); the threaded
+ * reader against the line-by-line one on a multi-megabyte replay of the
+ * recording; two readings in two threads at once; and a recording read
+ * once and profiled by window (compare --replay) against reading the
+ * files with each window.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -896,7 +901,6 @@ static void test_warnings(void **state)
 	          "00000000:00:06.0, 40\n");
 	tm_set_warn(on_warn, NULL);
 	warnings[0] = '\0';
-	tl_warn_forget();
 	assert_int_equal(run1(f, NULL, &p, &e), 0);
 	json_decref(p);
 	snprintf(want, sizeof want, "%s: no --host and no Hostname label: "
@@ -908,12 +912,16 @@ static void test_warnings(void **state)
 	         "GPU; log uuid as well (nvidia-smi --query-gpu=uuid,...)\n",
 	         f, f);
 	assert_string_equal(warnings, want);
-	/* once per run of thermap (compare --replay reads it per window) */
+	/* once per reading: the same file given twice warns once */
 	warnings[0] = '\0';
-	assert_int_equal(run1(f, NULL, &p, &e), 0);
+	{
+		const char *twice[2] = { f, f };
+		assert_int_equal(run(twice, 2, NULL, &p, &e, NULL), 0);
+	}
 	json_decref(p);
-	assert_string_equal(warnings, "");
+	assert_string_equal(warnings, want);
 	/* --host given and a UUID logged: nothing to say */
+	warnings[0] = '\0';
 	f = puts_("w02.csv", "timestamp, index, uuid, temperature.gpu\n"
 	          "2026/01/01 00:00:00.000, 0, "
 	          "GPU-a0000000-0000-4000-8000-000000000000, 40\n");
@@ -1012,6 +1020,95 @@ static void test_baseline_fill(void **state)
 	assert_null(json_object_get(g, "from_baseline"));
 	json_decref(p);
 	free(out);
+}
+
+/* --baseline with nothing to take writes the window's profile byte for
+ * byte as `thermap profile` does: one writer. */
+static void test_baseline_same_writer(void **state)
+{
+	static const char other[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": [{\"host\": \"elsewhere\", \"index\": 0, "
+		"\"temp_idle_c\": 30}]}";
+	tm_tele_input in = { H200, "h200x4-a", NULL };
+	tm_tele_opts o = { 205, 290, true, true };
+	tm_error e = { 0, "" };
+	char *prof, *summ, *out;
+	int n = -1;
+	(void)state;
+	assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &prof, &summ,
+	                                           &e), 0);
+	out = tm_profile_fill(prof, other, false, &n);
+	assert_int_equal(n, 0);
+	assert_string_equal(out, prof);
+	free(out);
+	free(prof);
+	free(summ);
+}
+
+/* The writer keeps what it loaded: numbers a person wrote with more
+ * digits than the field's decimals, the lines of estimated and
+ * calibrated, from_baseline; and writing what it wrote changes nothing. */
+static void test_writer_keeps_values(void **state)
+{
+	static const char text[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": [{\"host\": \"h\", \"pci_bus_id\": \"00000000:00:06.0\", "
+		"\"index\": 3, \"samples\": 1234, \"span_s\": 59.4545, "
+		"\"temp_idle_c\": 36.7634, \"temp_load_c\": 59.2, "
+		"\"power_load_w\": 691.875, \"r_c_per_w\": 0.0363451, "
+		"\"ambient_c\": 1e-7, \"derate\": 1.0005, \"derate_sd\": "
+		"0.123456789012345678, \"power_wait_w\": 400.125, "
+		"\"derate_basis\": \"job\", "
+		"\"calibrated\": {\"power_wait_w\": \"fitted\"}, "
+		"\"from_baseline\": [\"temp_idle_c\", \"derate_basis\"], "
+		"\"estimated\": {\"r_c_per_w\": \"pooled\", \"temp_idle_c\": \"t\"}"
+		"}]}";
+	tm_profile *p, *q;
+	tm_error e = { 0, "" };
+	char *out, *again;
+	(void)state;
+	assert_int_equal(tm_profile_loadb("p", text, strlen(text), &p, &e), 0);
+	out = tm_profile_text(p);
+	assert_int_equal(tm_profile_loadb("q", out, strlen(out), &q, &e), 0);
+	assert_int_equal(q->ngpus, 1);
+	{
+		const tm_gpu_profile *a = &p->gpus[0], *b = &q->gpus[0];
+		const double va[] = { a->samples, a->span_s, a->temp_idle_c,
+			a->temp_load_c, a->power_load_w, a->r_c_per_w, a->ambient_c,
+			a->derate, a->derate_sd, a->power_wait_w, a->headroom_c };
+		const double vb[] = { b->samples, b->span_s, b->temp_idle_c,
+			b->temp_load_c, b->power_load_w, b->r_c_per_w, b->ambient_c,
+			b->derate, b->derate_sd, b->power_wait_w, b->headroom_c };
+		for (size_t i = 0; i < sizeof va / sizeof va[0]; i++)
+			assert_true(va[i] == vb[i] || (isnan(va[i]) && isnan(vb[i])));
+		assert_true(b->r_c_per_w == 0.0363451 && b->ambient_c == 1e-7 &&
+		            b->derate_sd == 0.123456789012345678);
+		assert_string_equal(b->pci_bus_id, "0000:00:06.0");
+		assert_int_equal(b->index, 3);
+		assert_int_equal(b->derate_basis, TM_BASIS_JOB);
+		assert_true(b->estimated == a->estimated &&
+		            b->calibrated == a->calibrated);
+		assert_string_equal(b->estimated_how[TM_PF_R_C_PER_W], "pooled");
+		assert_string_equal(b->estimated_how[TM_PF_TEMP_IDLE_C], "t");
+		assert_string_equal(b->calibrated_how[TM_PF_POWER_WAIT_W],
+		                    "fitted");
+		assert_int_equal(b->nfrom_baseline, 2);
+		assert_string_equal(b->from_baseline[1], "derate_basis");
+	}
+	/* the field's decimals where they say it all, else every digit */
+	assert_non_null(strstr(out, "\"temp_idle_c\": 36.7634,"));
+	assert_non_null(strstr(out, "\"temp_load_c\": 59.2,"));
+	assert_non_null(strstr(out, "\"samples\": 1234,"));
+	assert_non_null(strstr(out, "\"derate_sd\": 0.12345678901234568,"));
+	/* the writer's order: marks after the numbers, estimated first */
+	assert_true(strstr(out, "\"estimated\"") < strstr(out,
+	            "\"from_baseline\"") && strstr(out, "\"from_baseline\"") <
+	            strstr(out, "\"calibrated\""));
+	again = tm_profile_text(q);
+	assert_string_equal(again, out);
+	free(out);
+	free(again);
+	tm_profile_free(p);
+	tm_profile_free(q);
 }
 
 /* ---- malformed inputs ----------------------------------------------------- */
@@ -1391,6 +1488,161 @@ static int teardown(void **state)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* ---- two readings at once ----------------------------------------------- */
+
+/* One host's query_range recording, temperature and power in two files:
+ * their points wait in the sink until both are read. */
+static void qrange_files(const char *host, double base, char *files[2])
+{
+	static const char *const metric[2] = { "DCGM_FI_DEV_GPU_TEMP",
+		"DCGM_FI_DEV_POWER_USAGE" };
+	for (int m = 0; m < 2; m++) {
+		char name[64], text[32768];
+		int n = snprintf(text, sizeof text, "{\"status\":\"success\","
+		                 "\"data\":{\"resultType\":\"matrix\",\"result\":["
+		                 "{\"metric\":{\"__name__\":\"%s\",\"gpu\":\"0\","
+		                 "\"UUID\":\"GPU-%08x\",\"Hostname\":\"%s\"},"
+		                 "\"values\":[", metric[m], (unsigned)base, host);
+		for (int i = 0; i < 600; i++)
+			n += snprintf(text + n, sizeof text - (size_t)n, "%s[%d,"
+			              "\"%.1f\"]", i ? "," : "", 1700000000 + i,
+			              m ? 3 * base + 2 * i : base + 0.1 * i);
+		snprintf(text + n, sizeof text - (size_t)n, "]}]}}");
+		snprintf(name, sizeof name, "%s-%d.json", host, m);
+		files[m] = xstrdup(puts_(name, text));
+	}
+}
+
+typedef struct reading {
+	char *files[2];
+	char *prof;          /* the profile of the last run */
+	int rc;
+} reading;
+
+static void *read_often(void *arg)
+{
+	reading *r = arg;
+	tm_tele_input in[2] = { { r->files[0], NULL, NULL },
+	                        { r->files[1], NULL, NULL } };
+	tm_tele_opts o = { NAN, NAN, false, false };
+	for (int i = 0; i < 30 && !r->rc; i++) {
+		tm_error e;
+		char *summ = NULL;
+		free(r->prof);
+		r->rc = tm_profile_from_telemetry(in, 2, &o, &r->prof, &summ, &e);
+		free(summ);
+	}
+	return NULL;
+}
+
+/* Two threads profile different recordings at once, over and over: each
+ * gets the profile it gets alone (nothing is shared between readings;
+ * make check-tsan runs this under ThreadSanitizer). */
+static void test_two_readings_at_once(void **state)
+{
+	reading r[2] = { { { NULL }, NULL, 0 }, { { NULL }, NULL, 0 } };
+	char *alone[2];
+	pthread_t th[2];
+	(void)state;
+	qrange_files("n1", 40, r[0].files);
+	qrange_files("n2", 50, r[1].files);
+	for (int k = 0; k < 2; k++) {
+		read_often(&r[k]);
+		assert_int_equal(r[k].rc, 0);
+		alone[k] = r[k].prof;
+		r[k].prof = NULL;
+	}
+	assert_string_not_equal(alone[0], alone[1]);
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(pthread_create(&th[k], NULL, read_often, &r[k]),
+		                 0);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+		assert_int_equal(r[k].rc, 0);
+		assert_string_equal(r[k].prof, alone[k]);
+		free(r[k].prof);
+		free(alone[k]);
+		free(r[k].files[0]);
+		free(r[k].files[1]);
+	}
+}
+
+/* ---- a recording read once ------------------------------------------------ */
+
+/* Each window's profile from the recording in memory is the one reading
+ * the files with that window gives, byte for byte, or the same error. */
+static void same_windows(const tm_tele_input *in, int n,
+                         const tm_tele_opts *w, int nw)
+{
+	tl_recording *rec;
+	tm_error e = { 0, "" };
+	assert_int_equal(tl_recording_read(in, n, &rec, &e), 0);
+	for (int k = 0; k < nw; k++) {
+		tm_error e1 = { 0, "" }, e2 = { 0, "" };
+		tm_profile *p = NULL;
+		char *want = NULL, *summ = NULL, *got = NULL;
+		int rc1 = tm_profile_from_telemetry(in, n, &w[k], &want, &summ,
+		                                    &e1);
+		int rc2 = tl_recording_profile(rec, &w[k], &p, &e2);
+		assert_int_equal(rc2, rc1);
+		assert_string_equal(e2.msg, e1.msg);
+		if (!rc2) {
+			got = tm_profile_text(p);
+			assert_string_equal(got, want);
+		}
+		free(got);
+		free(want);
+		free(summ);
+		tm_profile_free(p);
+	}
+	tl_recording_free(rec);
+}
+
+static void test_recording_windows(void **state)
+{
+	static const tm_tele_opts w[] = {
+		{ NAN, NAN, false, false },
+		{ 0, 60 - 1e-6, true, true }, { 60, 120 - 1e-6, true, true },
+		{ 240, 300 - 1e-6, true, true }, { 205, 290, true, true },
+		{ 1000, 2000, true, true },           /* after the end: none */
+		{ 100, NAN, true, false }, { NAN, 30, false, true },
+		{ 1795263420, NAN, false, false },    /* absolute: 12:17:00 */
+	};
+	tm_tele_input h200[2] = { { H200, "h200x4-a", NULL },
+	                          { H200, "other", NULL } };
+	char *q[2];
+	tm_tele_input qr[2];
+	(void)state;
+	same_windows(h200, 1, w, (int)(sizeof w / sizeof w[0]));
+	same_windows(h200, 2, w, (int)(sizeof w / sizeof w[0]));
+	{
+		/* the span: the longest file's, as the summary gives it */
+		tl_recording *rec;
+		tm_error e = { 0, "" };
+		char *prof, *summ;
+		json_t *sj;
+		assert_int_equal(tl_recording_read(h200, 1, &rec, &e), 0);
+		assert_int_equal(tm_profile_from_telemetry(h200, 1, &w[0], &prof,
+		                                           &summ, &e), 0);
+		sj = json_loads(summ, 0, NULL);
+		assert_true(tl_recording_span(rec) == json_number_value(
+		            json_object_get(json_array_get(json_object_get(sj,
+		            "files"), 0), "span_s")));
+		assert_true(tl_recording_span(rec) > 300);
+		json_decref(sj);
+		free(prof);
+		free(summ);
+		tl_recording_free(rec);
+	}
+	/* query_range: points merged across files before they are pushed */
+	qrange_files("n3", 45, q);
+	qr[0] = (tm_tele_input){ q[0], NULL, NULL };
+	qr[1] = (tm_tele_input){ q[1], NULL, NULL };
+	same_windows(qr, 2, w, (int)(sizeof w / sizeof w[0]));
+	free(q[0]);
+	free(q[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1413,12 +1665,16 @@ int main(void)
 		cmocka_unit_test(test_pooled_by_model),
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_baseline_fill),
+		cmocka_unit_test(test_baseline_same_writer),
+		cmocka_unit_test(test_writer_keeps_values),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_value_ranges),
 		cmocka_unit_test(test_derate_beyond_range),
 		cmocka_unit_test(test_blocking_and_gpu_cap),
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),
+		cmocka_unit_test(test_two_readings_at_once),
+		cmocka_unit_test(test_recording_windows),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

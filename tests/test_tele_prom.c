@@ -1,6 +1,6 @@
 /*
  * test_tele_prom.c — the dcgm-exporter readers (Prometheus text and
- * query_range JSON) and the time parser, through the builder's interface:
+ * query_range JSON) and the time parser, through the sink's interface:
  * every sample tl_push accepts is recorded by a tap and checked value by
  * value, and every rejection by its exact one-line message and exit code
  * (FILE stands for the file name).
@@ -68,8 +68,7 @@ static void src_init(run *x, tl_src *s, const char *file, const char *host)
 
 static void run_free(run *x)
 {
-	tl_qrange_flush(NULL, NULL);
-	tl_sink_free(x->k);
+	tl_sink_free(x->k);   /* and the points it holds unflushed */
 }
 
 /* Writes len bytes to a new temporary file named after tmpl. */
@@ -854,8 +853,9 @@ static void qrange_rejected_file_dropped(void **state)
 	run_free(&x);
 }
 
-/* Points another sink left unflushed are dropped, not merged. */
-static void qrange_abandoned(void **state)
+/* Two sinks reading query_range files at once keep their points apart:
+ * one sink's flush pushes none of the other's, and neither loses any. */
+static void qrange_two_sinks(void **state)
 {
 	run a, x;
 	(void)state;
@@ -869,7 +869,10 @@ static void qrange_abandoned(void **state)
 	assert_int_equal(x.n, 4);
 	expect_sample(&x.r[0].s, 1700000000.5, TL_TEMP, 40.0, -1);
 	assert_int_equal(tl_qrange_flush(a.k, &a.err), 0);
-	assert_int_equal(a.n, 0);
+	assert_int_equal(a.n, 6);   /* 3 times of each of its 2 GPUs */
+	for (int i = 0; i < a.n; i++)
+		assert_true(isnan(a.r[i].s.v[TL_TEMP]) &&
+		            !isnan(a.r[i].s.v[TL_POWER]));
 	run_free(&x);
 	run_free(&a);
 }
@@ -962,7 +965,7 @@ int main(void)
 		cmocka_unit_test(qrange_vector),
 		cmocka_unit_test(qrange_rejects),
 		cmocka_unit_test(qrange_rejected_file_dropped),
-		cmocka_unit_test(qrange_abandoned),
+		cmocka_unit_test(qrange_two_sinks),
 		cmocka_unit_test(parse_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -100,6 +100,25 @@ const char *tm_link_name(int link, int nv, char buf[16]);
 
 /* ---- profile: thermap.profile/1 ----------------------------------------- */
 
+/* The number fields of a profile entry, in the order the profile writer
+ * writes them (derate_basis after derate_sd; power_wait_w and
+ * power_wait_sd_w only when not null). Bit f of tm_gpu_profile's
+ * estimated and calibrated masks stands for field f. */
+enum tm_profile_field {
+	TM_PF_SAMPLES, TM_PF_LOAD_SAMPLES, TM_PF_SPAN_S,
+	TM_PF_TEMP_IDLE_C, TM_PF_TEMP_LOAD_C, TM_PF_TEMP_P95_C,
+	TM_PF_TEMP_MAX_C, TM_PF_HEADROOM_C,
+	TM_PF_POWER_IDLE_W, TM_PF_POWER_LOAD_W, TM_PF_POWER_LIMIT_W,
+	TM_PF_AMBIENT_C, TM_PF_R_C_PER_W, TM_PF_TEMP_FIT_SD_C,
+	TM_PF_SM_CLOCK_LOAD_MHZ, TM_PF_SM_CLOCK_MAX_MHZ,
+	TM_PF_THERMAL_SLOWDOWN_FRAC, TM_PF_POWER_CAP_FRAC,
+	TM_PF_DERATE, TM_PF_DERATE_SD,
+	TM_PF_POWER_WAIT_W, TM_PF_POWER_WAIT_SD_W,
+	TM_PF_N
+};
+/* "temp_idle_c", ...: the JSON name of a number field. */
+const char *tm_profile_field_name(int field);
+
 typedef struct tm_gpu_profile {
 	char *host;             /* host name, or NULL */
 	char *uuid;             /* or NULL */
@@ -128,9 +147,18 @@ typedef struct tm_gpu_profile {
 	double temp_fit_sd_c;   /* residual spread of the fit, °C */
 	double power_wait_w;    /* a job's rank while it waits (calibrate) */
 	double power_wait_sd_w; /* its standard uncertainty */
-	unsigned long long estimated;  /* number fields marked "estimated" */
-	unsigned long long calibrated; /* number fields marked "calibrated" */
-} tm_gpu_profile;           /* every double is NAN when null */
+	unsigned long long estimated;  /* number fields marked "estimated":
+	                                  bit f set where estimated_how[f] is */
+	unsigned long long calibrated; /* the same for "calibrated" */
+	char *estimated_how[TM_PF_N];  /* per enum tm_profile_field: how the
+	                                  value was estimated, or NULL */
+	char *calibrated_how[TM_PF_N]; /* how thermap calibrate fitted it */
+	char **from_baseline;   /* "from_baseline": the fields taken from an
+	                           earlier profile (profile --baseline), in
+	                           the order taken; NULL when none */
+	int nfrom_baseline;     /* entries of from_baseline */
+} tm_gpu_profile;           /* every double is NAN when null; strings
+                               owned by the profile */
 
 /* What a derate stands on (docs/profile.md). */
 enum tm_derate_basis {
@@ -159,6 +187,13 @@ int tm_profile_load(const char *file, tm_profile **out, tm_error *err);
 int tm_profile_loadb(const char *name, const char *text, size_t len,
                      tm_profile **out, tm_error *err);
 void tm_profile_free(tm_profile *p);
+/* The profile as a thermap.profile/1 document, new text to be freed: the
+ * one writer of profiles (thermap profile, --baseline, calibrate), so a
+ * profile reads the same whoever wrote it. Every number is written with
+ * its field's decimals (docs/profile.md) where that reads back as the same
+ * value, else with the fewest digits that do: what was loaded is written
+ * back unchanged. Fields the loader ignores are not kept. */
+char *tm_profile_text(const tm_profile *p);
 
 /* Topology to cluster (`thermap topo`): joins, per host, what
  * `nvidia-smi topo -m`, a GPU list, hwloc XML, NCCL topology XML or the live

@@ -141,6 +141,9 @@ void jw_end_obj(jw *w);
 void jw_end_arr(jw *w);
 void jw_str(jw *w, const char *key, const char *v);
 void jw_num(jw *w, const char *key, double v, int decimals);
+/* v with the fewest significant digits (at most 17) that read back as v
+ * exactly: for numbers a person wrote, which no fixed rounding fits. */
+void jw_real(jw *w, const char *key, double v);
 void jw_int(jw *w, const char *key, long v);
 void jw_bool(jw *w, const char *key, bool v);
 void jw_null(jw *w, const char *key);

@@ -3,6 +3,7 @@
  * rounding, so that identical plans are identical bytes. Containers are
  * written either indented (two spaces) or inline on one line.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -139,6 +140,24 @@ void jw_num(jw *w, const char *key, double v, int decimals)
 			buf[--n] = '\0';
 		if (n > 0 && buf[n - 1] == '.')
 			buf[--n] = '\0';
+	}
+	if (strcmp(buf, "-0") == 0)
+		strcpy(buf, "0");
+	sep(w, key);
+	sb_add(w->b, buf);
+}
+
+void jw_real(jw *w, const char *key, double v)
+{
+	char buf[40];
+	if (!isfinite(v)) {
+		jw_null(w, key);
+		return;
+	}
+	for (int p = 1; p <= 17; p++) {
+		snprintf(buf, sizeof buf, "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			break;
 	}
 	if (strcmp(buf, "-0") == 0)
 		strcpy(buf, "0");

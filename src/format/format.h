@@ -1,8 +1,9 @@
 /*
  * format.h — the documents of docs/formats.md read as untrusted input:
  * the JSON edge (jsonin.c: validated fields, JSON paths in messages),
- * the cluster, profile, job, policy and plan.json loaders, a profile
- * filled from a baseline, and Megatron's layout strings (layout.c).
+ * the cluster, profile, job, policy and plan.json loaders, the profile
+ * writer and a profile filled from a baseline, and Megatron's layout
+ * strings (layout.c).
  *
  * Layer: above base. Only this folder (and the query_range reader of
  * telemetry/) includes <jansson.h>; this header names jansson's json_t
@@ -54,13 +55,33 @@ int jin_bool(const jin *J, struct json_t *obj, const char *path, const char *key
              int flags, bool *out);
 
 
-/* profile.c: a profile's text (of a window of telemetry) with what the
- * window could not measure taken from an earlier profile of the same GPUs
- * (base_text): the idle level always, and for a GPU never at full load
- * in the window its load level, headroom, clocks, derate and fit too
- * (not with idle_only). The fields taken are listed per GPU in
- * "from_baseline" (not with idle_only). Returns new text, to be freed;
- * *nfilled: how many fields were taken. */
+/* profile.c: the entries of a profile as the builder (telemetry/stats.c),
+ * --baseline and calibrate make them. init: every number null, index -1,
+ * basis unset; clear: frees what it holds, leaving it zeroed. round: every
+ * number to the decimals the writer writes it with, so that an entry the
+ * builder made is what a reader of its text gets. num: the number field
+ * (enum tm_profile_field) of g. mark: field's "estimated" (or
+ * "calibrated") line, how (NULL drops it). took: appends name to
+ * "from_baseline"; untake drops it from there. */
+void tm_gpu_profile_init(tm_gpu_profile *g);
+void tm_gpu_profile_clear(tm_gpu_profile *g);
+void tm_gpu_profile_round(tm_gpu_profile *g);
+double *tm_gpu_profile_num(tm_gpu_profile *g, int field);
+void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
+                         const char *how);
+void tm_gpu_profile_took(tm_gpu_profile *g, const char *name);
+void tm_gpu_profile_untake(tm_gpu_profile *g, const char *name);
+
+/* profile.c: a profile (of a window of telemetry) with what the window
+ * could not measure taken from an earlier profile of the same GPUs (base):
+ * the idle level always, and for a GPU never at full load in the window
+ * its load level, headroom, clocks, derate and fit too (not with
+ * idle_only). The fields taken are listed per GPU in "from_baseline" (not
+ * with idle_only). Returns how many fields were taken. tm_profile_fill
+ * does the same on texts (that thermap wrote or already read: it warns of
+ * nothing) and returns the new text, to be freed; *nfilled: the count. */
+int tm_profile_fill_from(tm_profile *p, const tm_profile *base,
+                         bool idle_only);
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled);
 

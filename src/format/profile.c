@@ -1,7 +1,11 @@
 /*
- * profile.c — loads and validates a thermap.profile/1 document: one thermal
- * and clock summary per physical GPU. It does not read telemetry (the
- * profile command does) and does not join entries to a cluster (problem.c).
+ * profile.c — the thermap.profile/1 document: one thermal and clock
+ * summary per physical GPU. It loads and validates one, writes one (the
+ * one writer of every profile thermap makes: profile, profile --baseline,
+ * calibrate), and fills a window's profile from an earlier one
+ * (--baseline, compare --replay). It does not read telemetry nor compute
+ * the statistics (telemetry/stats.c: levels, fit, derate), and does not
+ * join entries to a cluster (model/problem.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,37 +18,224 @@ void tm_profile_free(tm_profile *p)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < p->ngpus; i++) {
-		free(p->gpus[i].host);
-		free(p->gpus[i].uuid);
-		free(p->gpus[i].pci_bus_id);
-	}
+	for (int i = 0; i < p->ngpus; i++)
+		tm_gpu_profile_clear(&p->gpus[i]);
 	free(p->gpus);
 	free(p->file);
 	free(p);
 }
 
+void tm_gpu_profile_clear(tm_gpu_profile *g)
+{
+	free(g->host);
+	free(g->uuid);
+	free(g->pci_bus_id);
+	for (int f = 0; f < TM_PF_N; f++) {
+		free(g->estimated_how[f]);
+		free(g->calibrated_how[f]);
+	}
+	for (int i = 0; i < g->nfrom_baseline; i++)
+		free(g->from_baseline[i]);
+	free(g->from_baseline);
+	memset(g, 0, sizeof *g);
+}
+
+/* The number fields, in the order of enum tm_profile_field: their JSON
+ * names, where they sit in tm_gpu_profile, the range a loaded value must
+ * be in, and the decimals the writer rounds to (docs/profile.md). */
 static const struct field {
 	const char *name;  /* JSON field */
 	size_t off;        /* offset in tm_gpu_profile */
 	double lo, hi;     /* accepted range */
-} fields[] = {
-#define F(n, lo, hi) { #n, offsetof(tm_gpu_profile, n), lo, hi }
-	F(samples, 0, 1e15), F(load_samples, 0, 1e15), F(span_s, 0, 1e12),
-	F(temp_idle_c, -50, 200), F(temp_load_c, -50, 200),
-	F(temp_p95_c, -50, 200), F(temp_max_c, -50, 200),
-	F(headroom_c, -200, 200),
-	F(power_idle_w, 0, 1e5), F(power_load_w, 0, 1e5),
-	F(power_limit_w, 0, 1e5),
-	F(ambient_c, -50, 200), F(r_c_per_w, 0, 10),
-	F(sm_clock_load_mhz, 0, 1e5), F(sm_clock_max_mhz, 0, 1e5),
-	F(thermal_slowdown_frac, 0, 1), F(power_cap_frac, 0, 1),
-	F(derate, 1, 100), F(derate_sd, 0, 100),
-	F(temp_fit_sd_c, 0, 100),
-	F(power_wait_w, 0, 1e5), F(power_wait_sd_w, 0, 1e5),
+	int decimals;      /* written with at most this many */
+} fields[TM_PF_N] = {
+#define F(e, n, lo, hi, d) [e] = { #n, offsetof(tm_gpu_profile, n), lo, hi, d }
+	F(TM_PF_SAMPLES, samples, 0, 1e15, 0),
+	F(TM_PF_LOAD_SAMPLES, load_samples, 0, 1e15, 0),
+	F(TM_PF_SPAN_S, span_s, 0, 1e12, 3),
+	F(TM_PF_TEMP_IDLE_C, temp_idle_c, -50, 200, 1),
+	F(TM_PF_TEMP_LOAD_C, temp_load_c, -50, 200, 1),
+	F(TM_PF_TEMP_P95_C, temp_p95_c, -50, 200, 1),
+	F(TM_PF_TEMP_MAX_C, temp_max_c, -50, 200, 1),
+	F(TM_PF_HEADROOM_C, headroom_c, -200, 200, 1),
+	F(TM_PF_POWER_IDLE_W, power_idle_w, 0, 1e5, 2),
+	F(TM_PF_POWER_LOAD_W, power_load_w, 0, 1e5, 2),
+	F(TM_PF_POWER_LIMIT_W, power_limit_w, 0, 1e5, 2),
+	F(TM_PF_AMBIENT_C, ambient_c, -50, 200, 1),
+	F(TM_PF_R_C_PER_W, r_c_per_w, 0, 10, 4),
+	F(TM_PF_TEMP_FIT_SD_C, temp_fit_sd_c, 0, 100, 2),
+	F(TM_PF_SM_CLOCK_LOAD_MHZ, sm_clock_load_mhz, 0, 1e5, 0),
+	F(TM_PF_SM_CLOCK_MAX_MHZ, sm_clock_max_mhz, 0, 1e5, 0),
+	F(TM_PF_THERMAL_SLOWDOWN_FRAC, thermal_slowdown_frac, 0, 1, 3),
+	F(TM_PF_POWER_CAP_FRAC, power_cap_frac, 0, 1, 3),
+	F(TM_PF_DERATE, derate, 1, 100, 3),
+	F(TM_PF_DERATE_SD, derate_sd, 0, 100, 4),
+	F(TM_PF_POWER_WAIT_W, power_wait_w, 0, 1e5, 2),
+	F(TM_PF_POWER_WAIT_SD_W, power_wait_sd_w, 0, 1e5, 2),
 #undef F
 };
-#define NFIELDS (sizeof fields / sizeof fields[0])
+#define NFIELDS TM_PF_N
+
+static double *field_of(tm_gpu_profile *g, int f)
+{
+	return (double *)((char *)g + fields[f].off);
+}
+
+static double field_get(const tm_gpu_profile *g, int f)
+{
+	return *(const double *)((const char *)g + fields[f].off);
+}
+
+const char *tm_profile_field_name(int field)
+{
+	return field >= 0 && field < TM_PF_N ? fields[field].name : "?";
+}
+
+void tm_gpu_profile_init(tm_gpu_profile *g)
+{
+	memset(g, 0, sizeof *g);
+	g->index = -1;
+	g->derate_basis = TM_BASIS_UNSET;
+	for (int f = 0; f < NFIELDS; f++)
+		*field_of(g, f) = NAN;
+}
+
+/* x as the writer writes it with d decimals, read back: printf rounds the
+ * exact binary value to nearest, a tie to even; -0 is written 0. */
+static double round_as_written(double x, int d)
+{
+	char buf[64];
+	if (!isfinite(x))
+		return x;
+	snprintf(buf, sizeof buf, "%.*f", d, x);
+	x = strtod(buf, NULL);
+	return x == 0 ? 0 : x;
+}
+
+void tm_gpu_profile_round(tm_gpu_profile *g)
+{
+	for (int f = 0; f < NFIELDS; f++)
+		*field_of(g, f) = round_as_written(*field_of(g, f),
+		                                   fields[f].decimals);
+}
+
+void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
+                         const char *how)
+{
+	char **m = calibrated ? &g->calibrated_how[field]
+	                      : &g->estimated_how[field];
+	unsigned long long *mask = calibrated ? &g->calibrated : &g->estimated;
+	free(*m);
+	*m = how ? xstrdup(how) : NULL;
+	if (how)
+		*mask |= 1ull << field;
+	else
+		*mask &= ~(1ull << field);
+}
+
+double *tm_gpu_profile_num(tm_gpu_profile *g, int field)
+{
+	return field_of(g, field);
+}
+
+void tm_gpu_profile_untake(tm_gpu_profile *g, const char *name)
+{
+	int k = 0;
+	for (int i = 0; i < g->nfrom_baseline; i++) {
+		if (!strcmp(g->from_baseline[i], name))
+			free(g->from_baseline[i]);
+		else
+			g->from_baseline[k++] = g->from_baseline[i];
+	}
+	g->nfrom_baseline = k;
+}
+
+void tm_gpu_profile_took(tm_gpu_profile *g, const char *name)
+{
+	g->from_baseline = xrealloc(g->from_baseline,
+	                            (size_t)(g->nfrom_baseline + 1) *
+	                            sizeof *g->from_baseline);
+	g->from_baseline[g->nfrom_baseline++] = xstrdup(name);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+/* A number field: with its decimals where that reads back as v (every
+ * value the builder makes, as it rounds to them), else exactly. */
+static void put_num(jw *w, const char *key, double v, int decimals)
+{
+	if (round_as_written(v, decimals) == v || !isfinite(v))
+		jw_num(w, key, v, decimals);
+	else
+		jw_real(w, key, v);
+}
+
+static void put_marks(jw *w, const char *key, char *const how[TM_PF_N])
+{
+	bool any = false;
+	for (int f = 0; f < NFIELDS; f++) {
+		if (!how[f])
+			continue;
+		if (!any)
+			jw_obj(w, key, false);
+		any = true;
+		jw_str(w, fields[f].name, how[f]);
+	}
+	if (any)
+		jw_end_obj(w);
+}
+
+static void put_entry(jw *w, const tm_gpu_profile *g)
+{
+	jw_obj(w, NULL, false);
+	jw_str(w, "host", g->host);
+	jw_str(w, "uuid", g->uuid);
+	jw_str(w, "pci_bus_id", g->pci_bus_id);
+	if (g->index >= 0)
+		jw_int(w, "index", g->index);
+	else
+		jw_null(w, "index");
+	for (int f = 0; f < NFIELDS; f++) {
+		double v = field_get(g, f);
+		if ((f == TM_PF_POWER_WAIT_W || f == TM_PF_POWER_WAIT_SD_W) &&
+		    isnan(v))
+			continue;   /* calibrate's: absent until it fits them */
+		put_num(w, fields[f].name, v, fields[f].decimals);
+		if (f == TM_PF_DERATE_SD) {
+			if (g->derate_basis == TM_BASIS_UNSET)
+				jw_null(w, "derate_basis");
+			else
+				jw_str(w, "derate_basis",
+				       tm_derate_basis_name(g->derate_basis));
+		}
+	}
+	put_marks(w, "estimated", g->estimated_how);
+	if (g->nfrom_baseline) {
+		jw_arr(w, "from_baseline", false);
+		for (int i = 0; i < g->nfrom_baseline; i++)
+			jw_str(w, NULL, g->from_baseline[i]);
+		jw_end_arr(w);
+	}
+	put_marks(w, "calibrated", g->calibrated_how);
+	jw_end_obj(w);
+}
+
+char *tm_profile_text(const tm_profile *p)
+{
+	strbuf b;
+	jw w;
+	sb_init(&b);
+	jw_init(&w, &b);
+	jw_obj(&w, NULL, false);
+	jw_str(&w, "format", "thermap.profile/1");
+	jw_arr(&w, "gpus", false);
+	for (int i = 0; i < p->ngpus; i++)
+		put_entry(&w, &p->gpus[i]);
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+	sb_add(&b, "\n");   /* profiles have always ended with a blank line */
+	return b.s;
+}
 
 static const char *const basis_names[] = {
 	[TM_BASIS_NONE] = "none", [TM_BASIS_CLOCK] = "clock",
@@ -57,19 +248,34 @@ const char *tm_derate_basis_name(int basis)
 	return basis >= 0 && basis < TM_NBASIS ? basis_names[basis] : "?";
 }
 
-/* Index in fields[] of a field name, -1 when it is not a number field. */
+/* The order in which the loader checks the number fields, so that of
+ * several bad ones the same is named first as before the writer's order
+ * became enum tm_profile_field's. */
+static const int load_order[NFIELDS] = {
+	TM_PF_SAMPLES, TM_PF_LOAD_SAMPLES, TM_PF_SPAN_S, TM_PF_TEMP_IDLE_C,
+	TM_PF_TEMP_LOAD_C, TM_PF_TEMP_P95_C, TM_PF_TEMP_MAX_C,
+	TM_PF_HEADROOM_C, TM_PF_POWER_IDLE_W, TM_PF_POWER_LOAD_W,
+	TM_PF_POWER_LIMIT_W, TM_PF_AMBIENT_C, TM_PF_R_C_PER_W,
+	TM_PF_SM_CLOCK_LOAD_MHZ, TM_PF_SM_CLOCK_MAX_MHZ,
+	TM_PF_THERMAL_SLOWDOWN_FRAC, TM_PF_POWER_CAP_FRAC, TM_PF_DERATE,
+	TM_PF_DERATE_SD, TM_PF_TEMP_FIT_SD_C, TM_PF_POWER_WAIT_W,
+	TM_PF_POWER_WAIT_SD_W,
+};
+
+/* The number field of a JSON name, -1 when it is not one. */
 static int field_index(const char *name)
 {
-	for (size_t i = 0; i < NFIELDS; i++)
+	for (int i = 0; i < NFIELDS; i++)
 		if (!strcmp(fields[i].name, name))
-			return (int)i;
+			return i;
 	return -1;
 }
 
 /* "estimated" and "calibrated": an object naming number fields of the
  * entry, each with a line saying how the value was obtained. */
 static int load_marks(const jin *J, json_t *o, const char *path,
-                      const char *key, unsigned long long *mask)
+                      const char *key, unsigned long long *mask,
+                      char *how[TM_PF_N])
 {
 	json_t *m, *v;
 	const char *name;
@@ -88,38 +294,49 @@ static int load_marks(const jin *J, json_t *o, const char *path,
 			                "non-empty string saying how the value was "
 			                "obtained", name);
 		*mask |= 1ull << i;
+		free(how[i]);
+		how[i] = xstrdup(json_string_value(v));
 	}
 	return 0;
 }
 
-static int load_entry(const jin *J, json_t *o, const char *path,
-                      tm_gpu_profile *g)
+/* "from_baseline": the names of the fields a window took from an earlier
+ * profile. Provenance for people, so it is not checked: its strings are
+ * kept (in order), anything else in it is not. */
+static void load_taken(json_t *o, tm_gpu_profile *g)
 {
-	static const char *known[NFIELDS + 10];
+	json_t *a = json_object_get(o, "from_baseline"), *v;
+	size_t i;
+	if (!json_is_array(a))
+		return;
+	json_array_foreach(a, i, v)
+		if (json_is_string(v))
+			tm_gpu_profile_took(g, json_string_value(v));
+}
+
+static int load_entry(const jin *J, json_t *o, const char *path,
+                      bool quiet, tm_gpu_profile *g)
+{
+	static const char *const known[] = {
+		"from_baseline",  /* provenance, see tm_profile_fill */
+		"derate_basis", "estimated", "calibrated", "host", "uuid",
+		"pci_bus_id", "index",
+		/* the number fields, in load_order */
+		"samples", "load_samples", "span_s", "temp_idle_c", "temp_load_c",
+		"temp_p95_c", "temp_max_c", "headroom_c", "power_idle_w",
+		"power_load_w", "power_limit_w", "ambient_c", "r_c_per_w",
+		"sm_clock_load_mhz", "sm_clock_max_mhz", "thermal_slowdown_frac",
+		"power_cap_frac", "derate", "derate_sd", "temp_fit_sd_c",
+		"power_wait_w", "power_wait_sd_w", NULL
+	};
 	char *pci = NULL, *basis = NULL;
 	int rc;
 
-	if (!known[0]) {
-		size_t k = 0;
-		known[k++] = "from_baseline";  /* provenance, see tm_profile_fill */
-		known[k++] = "derate_basis";
-		known[k++] = "estimated";
-		known[k++] = "calibrated";
-		known[k++] = "host";
-		known[k++] = "uuid";
-		known[k++] = "pci_bus_id";
-		known[k++] = "index";
-		for (size_t i = 0; i < NFIELDS; i++)
-			known[k++] = fields[i].name;
-		known[k] = NULL;
-	}
-	g->index = -1;
-	for (size_t i = 0; i < NFIELDS; i++)
-		*(double *)((char *)g + fields[i].off) = NAN;
+	tm_gpu_profile_init(g);
 	if (!json_is_object(o))
 		return jin_fail(J, path, NULL, "expected a GPU profile object");
-	jin_unknown(J, o, path, known);
-	g->derate_basis = TM_BASIS_UNSET;
+	if (!quiet)
+		jin_unknown(J, o, path, known);
 	if ((rc = jin_str(J, o, path, "host", JF_NULL, &g->host)) ||
 	    (rc = jin_str(J, o, path, "uuid", JF_NULL, &g->uuid)) ||
 	    (rc = jin_str(J, o, path, "pci_bus_id", JF_NULL, &pci)) ||
@@ -145,11 +362,12 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 		              "pci_bus_id or an index");
 		goto fail;
 	}
-	for (size_t i = 0; i < NFIELDS; i++)
-		if ((rc = jin_num(J, o, path, fields[i].name, JF_NULL, fields[i].lo,
-		                  fields[i].hi,
-		                  (double *)((char *)g + fields[i].off))))
+	for (int i = 0; i < NFIELDS; i++) {
+		const struct field *f = &fields[load_order[i]];
+		if ((rc = jin_num(J, o, path, f->name, JF_NULL, f->lo, f->hi,
+		                  field_of(g, load_order[i]))))
 			goto fail;
+	}
 	if ((rc = jin_str(J, o, path, "derate_basis", JF_NULL, &basis)))
 		goto fail;
 	if (basis) {
@@ -163,9 +381,12 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 			goto fail;
 		}
 	}
-	if ((rc = load_marks(J, o, path, "estimated", &g->estimated)) ||
-	    (rc = load_marks(J, o, path, "calibrated", &g->calibrated)))
+	if ((rc = load_marks(J, o, path, "estimated", &g->estimated,
+	                     g->estimated_how)) ||
+	    (rc = load_marks(J, o, path, "calibrated", &g->calibrated,
+	                     g->calibrated_how)))
 		goto fail;
+	load_taken(o, g);
 	if (isfinite(g->power_wait_w) && isfinite(g->power_load_w) &&
 	    g->power_wait_w > g->power_load_w + 1e-9) {
 		rc = jin_fail(J, path, "power_wait_w", "%.2f W is above "
@@ -174,7 +395,7 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 		              g->power_load_w);
 		goto fail;
 	}
-	if (isfinite(g->temp_idle_c) && isfinite(g->temp_load_c) &&
+	if (!quiet && isfinite(g->temp_idle_c) && isfinite(g->temp_load_c) &&
 	    g->temp_load_c < g->temp_idle_c - 5)
 		tm_warn("%s: %s: temp_load_c %.1f is below temp_idle_c %.1f",
 		        J->file, path, g->temp_load_c, g->temp_idle_c);
@@ -187,9 +408,11 @@ fail:
 	return rc;
 }
 
-/* From a file, or (text != NULL) from len bytes named file in messages. */
+/* From a file, or (text != NULL) from len bytes named file in messages;
+ * quiet: without the warnings (for text already read once, or that
+ * thermap wrote). */
 static int profile_load(const char *file, const char *text, size_t len,
-                        tm_profile **out, tm_error *err)
+                        bool quiet, tm_profile **out, tm_error *err)
 {
 	static const char *const known[] = { "format", "gpus", NULL };
 	tm_profile *p = xcalloc(1, sizeof *p);
@@ -209,7 +432,8 @@ static int profile_load(const char *file, const char *text, size_t len,
 	}
 	if (rc)
 		goto fail;
-	jin_unknown(&J, root, "", known);
+	if (!quiet)
+		jin_unknown(&J, root, "", known);
 	if ((rc = jin_arr(&J, root, "", "gpus", JF_REQ, &gpus)))
 		goto fail;
 	if (json_array_size(gpus) == 0 ||
@@ -223,7 +447,7 @@ static int profile_load(const char *file, const char *text, size_t len,
 	for (int i = 0; i < p->ngpus; i++) {
 		snprintf(path, sizeof path, "gpus[%d]", i);
 		if ((rc = load_entry(&J, json_array_get(gpus, (size_t)i), path,
-		                     &p->gpus[i])))
+		                     quiet, &p->gpus[i])))
 			goto fail;
 	}
 	json_decref(root);
@@ -238,161 +462,140 @@ fail:
 
 int tm_profile_load(const char *file, tm_profile **out, tm_error *err)
 {
-	return profile_load(file, NULL, 0, out, err);
+	return profile_load(file, NULL, 0, false, out, err);
 }
 
 int tm_profile_loadb(const char *name, const char *text, size_t len,
                      tm_profile **out, tm_error *err)
 {
-	return profile_load(name, text, len, out, err);
+	return profile_load(name, text, len, false, out, err);
 }
 
 /* ---- filling a window from an earlier profile --------------------------- */
 
-static bool same_str(json_t *a, json_t *b)
+static bool same_str(const char *a, const char *b)
 {
-	return json_is_string(a) && json_is_string(b) &&
-	       !strcmp(json_string_value(a), json_string_value(b));
+	return a && b && !strcmp(a, b);
 }
 
 /* Whether two profile entries are one GPU: same host, then the UUID when
- * both know it, else the PCI bus id, else the index. */
-static bool same_gpu(json_t *a, json_t *b)
+ * both know it, else the PCI bus id (normalised by the loader: 0000:00:06.0
+ * and 00000000:00:06.0 are one bus id), else the index. */
+static bool same_gpu(const tm_gpu_profile *a, const tm_gpu_profile *b)
 {
-	json_t *ha = json_object_get(a, "host"), *hb = json_object_get(b, "host");
-	if (!json_equal(ha ? ha : json_null(), hb ? hb : json_null()))
+	if (!(a->host == b->host || same_str(a->host, b->host)))
 		return false;
-	if (json_is_string(json_object_get(a, "uuid")) &&
-	    json_is_string(json_object_get(b, "uuid")))
-		return same_str(json_object_get(a, "uuid"),
-		                json_object_get(b, "uuid"));
-	if (json_is_string(json_object_get(a, "pci_bus_id")) &&
-	    json_is_string(json_object_get(b, "pci_bus_id"))) {
-		/* 0000:00:06.0 and 00000000:00:06.0 are one bus id */
-		char *x = tm_normalise_pci(json_string_value(
-		                           json_object_get(a, "pci_bus_id")));
-		char *y = tm_normalise_pci(json_string_value(
-		                           json_object_get(b, "pci_bus_id")));
-		bool same = x && y && !strcmp(x, y);
-		free(x);
-		free(y);
-		return same;
-	}
-	return json_is_integer(json_object_get(a, "index")) &&
-	       json_equal(json_object_get(a, "index"), json_object_get(b, "index"));
+	if (a->uuid && b->uuid)
+		return !strcmp(a->uuid, b->uuid);
+	if (a->pci_bus_id && b->pci_bus_id)
+		return !strcmp(a->pci_bus_id, b->pci_bus_id);
+	return a->index >= 0 && a->index == b->index;
 }
 
-/* Whether entry g marks field k as estimated. */
-static bool marked(json_t *g, const char *k)
+static bool marked(const tm_gpu_profile *g, int f)
 {
-	json_t *e = json_object_get(g, "estimated");
-	return json_is_object(e) && json_object_get(e, k) != NULL;
+	return g->estimated_how[f] != NULL;
 }
 
-/* Whether the window's field k should give way to the baseline's: the
+/* Whether the window's field f should give way to the baseline's: the
  * window has no value, or only an estimate where the baseline measured. */
-static bool wants(json_t *g, json_t *f, const char *k)
+static bool wants(const tm_gpu_profile *g, const tm_gpu_profile *b, int f)
 {
-	json_t *v = json_object_get(g, k);
-	if (!json_is_number(json_object_get(f, k)))
+	if (isnan(field_get(b, f)))
 		return false;
-	return !v || json_is_null(v) || (marked(g, k) && !marked(f, k));
+	return isnan(field_get(g, f)) || (marked(g, f) && !marked(b, f));
 }
 
-/* Field k of f into g: its value (null when f lacks it), and f's
- * estimated mark of it in place of g's; listed in took when a value. */
-static void take(json_t *g, json_t *f, const char *k, json_t *took)
+/* The fields one entry takes, in the order taken. */
+typedef struct took {
+	const char *name[TM_PF_N + 1];
+	int n;
+} took;
+
+/* Field f of b into g: its value (null when b has none), and b's
+ * estimated mark of it in place of g's; listed in t when a value. */
+static void take(tm_gpu_profile *g, const tm_gpu_profile *b, int f, took *t)
 {
-	json_t *v = json_object_get(f, k), *ge = json_object_get(g, "estimated");
-	json_t *fe = json_object_get(f, "estimated");
-	json_object_set(g, k, v ? v : json_null());
-	if (json_is_object(ge))
-		json_object_del(ge, k);
-	if (json_is_object(fe) && json_object_get(fe, k)) {
-		if (!json_is_object(ge)) {
-			ge = json_object();
-			json_object_set_new(g, "estimated", ge);
+	*field_of(g, f) = field_get(b, f);
+	tm_gpu_profile_mark(g, false, f, b->estimated_how[f]);
+	if (!isnan(field_get(b, f)))
+		t->name[t->n++] = fields[f].name;
+}
+
+int tm_profile_fill_from(tm_profile *p, const tm_profile *base, bool idle_only)
+{
+	static const int idle[] = { TM_PF_TEMP_IDLE_C, TM_PF_POWER_IDLE_W,
+		TM_PF_POWER_LIMIT_W, TM_PF_SM_CLOCK_MAX_MHZ };
+	static const int load[] = { TM_PF_TEMP_LOAD_C, TM_PF_POWER_LOAD_W,
+		TM_PF_HEADROOM_C, TM_PF_SM_CLOCK_LOAD_MHZ };
+	int nfilled = 0;
+
+	for (int i = 0; i < p->ngpus; i++)
+		for (int k = 0; k < base->ngpus; k++) {
+			tm_gpu_profile *g = &p->gpus[i];
+			const tm_gpu_profile *b = &base->gpus[k];
+			/* the load level only for a GPU that never reached full
+			 * load here: its own load level beats an older one, and
+			 * the older fit must not override it */
+			bool no_load = !idle_only && isnan(g->temp_load_c);
+			took t = { { NULL }, 0 };
+			if (!same_gpu(g, b))
+				continue;
+			for (int q = 0; q < 4; q++)
+				if (wants(g, b, idle[q]))
+					take(g, b, idle[q], &t);
+			for (int q = 0; no_load && q < 4; q++)
+				if (wants(g, b, load[q]))
+					take(g, b, load[q], &t);
+			/* a derate and the fit go with what qualifies them */
+			if (no_load && wants(g, b, TM_PF_DERATE)) {
+				take(g, b, TM_PF_DERATE, &t);
+				take(g, b, TM_PF_DERATE_SD, &t);
+				g->derate_basis = b->derate_basis;
+				if (b->derate_basis != TM_BASIS_UNSET)
+					t.name[t.n++] = "derate_basis";
+			}
+			/* the fit goes with the load level it came with, unless
+			 * the window fitted this GPU itself */
+			if (no_load && !isnan(b->ambient_c) && !isnan(b->r_c_per_w) &&
+			    (isnan(g->ambient_c) || isnan(g->r_c_per_w) ||
+			     marked(g, TM_PF_AMBIENT_C) ||
+			     marked(g, TM_PF_R_C_PER_W))) {
+				take(g, b, TM_PF_AMBIENT_C, &t);
+				take(g, b, TM_PF_R_C_PER_W, &t);
+				take(g, b, TM_PF_TEMP_FIT_SD_C, &t);
+			}
+			nfilled += t.n;
+			if (t.n && !idle_only) {
+				for (int j = 0; j < g->nfrom_baseline; j++)
+					free(g->from_baseline[j]);
+				g->nfrom_baseline = 0;
+				for (int j = 0; j < t.n; j++)
+					tm_gpu_profile_took(g, t.name[j]);
+			}
+			break;
 		}
-		json_object_set(ge, k, json_object_get(fe, k));
-	}
-	if (v && !json_is_null(v))
-		json_array_append_new(took, json_string(k));
+	return nfilled;
 }
 
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled)
 {
-	static const char *const idle[] = { "temp_idle_c", "power_idle_w",
-		"power_limit_w", "sm_clock_max_mhz", NULL };
-	static const char *const load[] = { "temp_load_c", "power_load_w",
-		"headroom_c", "sm_clock_load_mhz", NULL };
-	json_t *root = json_loads(text, 0, NULL), *base, *g, *f;
-	size_t i, k;
+	tm_profile *p = NULL, *base = NULL;
+	tm_error e = { 0, "" };
 	char *out;
 
 	*nfilled = 0;
-	base = json_loads(base_text, 0, NULL);
-	if (!root || !base) {
-		json_decref(root);
-		json_decref(base);
+	if (profile_load("profile", text, strlen(text), true, &p, &e) ||
+	    profile_load("baseline", base_text, strlen(base_text), true, &base,
+	                 &e)) {
+		tm_profile_free(p);
+		tm_profile_free(base);
 		return xstrdup(text);
 	}
-	json_array_foreach(json_object_get(root, "gpus"), i, g)
-		json_array_foreach(json_object_get(base, "gpus"), k, f) {
-			json_t *took, *est;
-			/* the load level only for a GPU that never reached full
-			 * load here: its own load level beats an older one, and
-			 * the older fit must not override it */
-			bool no_load = json_is_null(json_object_get(g,
-			                                            "temp_load_c"));
-			if (!json_is_object(g) || !json_is_object(f) ||
-			    !same_gpu(g, f))
-				continue;
-			took = json_array();
-			for (int q = 0; idle[q]; q++)
-				if (wants(g, f, idle[q]))
-					take(g, f, idle[q], took);
-			for (int q = 0; !idle_only && no_load && load[q]; q++)
-				if (wants(g, f, load[q]))
-					take(g, f, load[q], took);
-			/* a derate and the fit go with what qualifies them */
-			if (!idle_only && no_load && wants(g, f, "derate")) {
-				take(g, f, "derate", took);
-				take(g, f, "derate_sd", took);
-				take(g, f, "derate_basis", took);
-			}
-			/* the fit goes with the load level it came with, unless
-			 * the window fitted this GPU itself */
-			if (!idle_only && no_load &&
-			    json_is_number(json_object_get(f, "ambient_c")) &&
-			    json_is_number(json_object_get(f, "r_c_per_w")) &&
-			    (!json_is_number(json_object_get(g, "ambient_c")) ||
-			     !json_is_number(json_object_get(g, "r_c_per_w")) ||
-			     marked(g, "ambient_c") || marked(g, "r_c_per_w"))) {
-				take(g, f, "ambient_c", took);
-				take(g, f, "r_c_per_w", took);
-				take(g, f, "temp_fit_sd_c", took);
-			}
-			est = json_object_get(g, "estimated");
-			if (json_is_object(est) && json_object_size(est) == 0)
-				json_object_del(g, "estimated");
-			*nfilled += (int)json_array_size(took);
-			if (json_array_size(took) && !idle_only)
-				json_object_set(g, "from_baseline", took);
-			json_decref(took);
-			break;
-		}
-	out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	json_decref(root);
-	json_decref(base);
-	if (!out)
-		return xstrdup(text);
-	{
-		/* the profile writer ends its files with a newline */
-		char *nl = xmalloc(strlen(out) + 2);
-		sprintf(nl, "%s\n", out);
-		free(out);
-		out = nl;
-	}
+	*nfilled = tm_profile_fill_from(p, base, idle_only);
+	out = tm_profile_text(p);
+	tm_profile_free(p);
+	tm_profile_free(base);
 	return out;
 }

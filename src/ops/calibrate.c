@@ -23,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "ops/ops.h"
 
 /* Which samples count: the rule of `thermap profile` (docs/profile.md,
@@ -295,8 +293,8 @@ static void tele_free(tele *T)
 	T->n = T->cap = 0;
 }
 
-/* Reads every telemetry file into T through the profile builder's tap;
- * the sink stays for the GPUs' identities. */
+/* Reads every telemetry file into T through the sink's tap; the sink
+ * stays for the GPUs' identities. */
 static int read_tele(const tm_cal_opts *o, tele *T, tl_sink **sink,
                      tm_error *err)
 {
@@ -304,28 +302,10 @@ static int read_tele(const tm_cal_opts *o, tele *T, tl_sink **sink,
 	               o->window.to_rel };
 	tl_sink *k = tl_sink_new(&to);
 	tl_src *srcs = xcalloc((size_t)o->ntele, sizeof *srcs);
-	bool nq = false;
-	int rc = 0;
+	int rc;
 
 	tl_sink_tap(k, tap, T);
-	for (int i = 0; i < o->ntele && !rc; i++) {
-		tl_src *s = &srcs[i];
-		s->sink = k;
-		s->file = o->tele[i].file;
-		s->host = o->tele[i].host;
-		s->fields = o->tele[i].fields;
-		s->err = err;
-		s->t_first = s->t_last = NAN;
-		rc = tl_read_file(s);
-		if (!rc && s->format && !strcmp(s->format, "prometheus query_range"))
-			nq = true;
-	}
-	/* query_range series are merged across files before they are pushed;
-	 * on failure what is pending is dropped (tele_prom.c) */
-	if (!rc && nq)
-		rc = tl_qrange_flush(k, err);
-	if (rc)
-		tl_qrange_flush(NULL, NULL);
+	rc = tl_read_inputs(k, o->tele, o->ntele, srcs, false, err);
 	free(srcs);
 	for (int i = 0; i < T->n; i++)
 		if (T->g[i])
@@ -1020,16 +1000,6 @@ static int in_range(const cal *C, const why *W, tm_error *err)
 	return 0;
 }
 
-/* A number as the profile writer writes it: rounded, whole numbers
- * without a fraction. */
-static json_t *jnum(double v, int decimals)
-{
-	double f = pow(10, decimals), x = round(v * f) / f;
-	if (x == floor(x) && fabs(x) < 1e15)
-		return json_integer((json_int_t)x);
-	return json_real(x);
-}
-
 static void fmt_or_none(char *buf, size_t n, double v, const char *unit)
 {
 	if (isnan(v))
@@ -1038,64 +1008,37 @@ static void fmt_or_none(char *buf, size_t n, double v, const char *unit)
 		snprintf(buf, n, "%.4g%s", v, unit);
 }
 
-/* Drops name from the object or array key of e; the container goes when
- * it empties. */
-static void unmark(json_t *e, const char *key, const char *name)
-{
-	json_t *m = json_object_get(e, key);
-	if (json_is_object(m)) {
-		json_object_del(m, name);
-		if (!json_object_size(m))
-			json_object_del(e, key);
-	} else if (json_is_array(m)) {
-		for (size_t i = json_array_size(m); i-- > 0;)
-			if (json_is_string(json_array_get(m, i)) &&
-			    !strcmp(json_string_value(json_array_get(m, i)), name))
-				json_array_remove(m, i);
-		if (!json_array_size(m))
-			json_object_del(e, key);
-	}
-}
-
-/* Sets field = v in entry e, listed in "calibrated" with line. */
-static void put(json_t *e, const char *field, double v, int decimals,
+/* Sets field = v, rounded to decimals, in entry e, listed in "calibrated"
+ * with line, and no longer "estimated" nor "from_baseline". */
+static void put(tm_gpu_profile *e, int field, double v, int decimals,
                 const char *line, int *n)
 {
-	json_t *marks = json_object_get(e, "calibrated");
 	char shown[1024];
-	/* valid UTF-8 for jansson, also where snprintf cut a character */
+	double f = pow(10, decimals);
+	/* shown as text for people, also where snprintf cut a character */
 	tm_text(shown, sizeof shown, line);
-	if (!json_is_object(marks)) {
-		marks = json_object();
-		json_object_set_new(e, "calibrated", marks);
-	}
-	json_object_set_new(e, field, jnum(v, decimals));
-	json_object_set_new(marks, field, json_string(shown));
-	unmark(e, "estimated", field);
-	unmark(e, "from_baseline", field);
+	*tm_gpu_profile_num(e, field) = round(v * f) / f;
+	tm_gpu_profile_mark(e, true, field, shown);
+	tm_gpu_profile_mark(e, false, field, NULL);
+	tm_gpu_profile_untake(e, tm_profile_field_name(field));
 	(*n)++;
 }
 
-static int write_profile(cal *C, const tm_problem *pb, const why *W,
-                         char **out, int *ncal, tm_error *err)
+/* The calibrated profile: the prior (C->p, whose derates already hold
+ * the fitted ones) with every fitted field set and its line, written as
+ * every profile is. Each line is made before its field is set, so that
+ * "before" is the prior's value. */
+static char *write_profile(cal *C, const tm_problem *pb, const why *W,
+                           int *ncal)
 {
-	json_error_t je;
-	json_t *root = json_loadb(C->ptext, C->plen, JSON_REJECT_DUPLICATES, &je);
-	json_t *gpus = json_object_get(root, "gpus");
 	int nr = job_of(C)->world;
 	char line[1024], a[32], b[32];
-	char *text;
 
 	*ncal = 0;
-	if (!root || !json_is_array(gpus)) {
-		json_decref(root);
-		return tm_fail(err, TM_EINPUT, "%s: changed while it was being "
-		               "read", C->p->file);
-	}
 	for (int r = 0; r < nr; r++) {
 		const tm_cal_gpu *G = &C->g[r];
-		const tm_gpu_profile *e0 = entry_of(C, pb, r);
-		json_t *e = json_array_get(gpus, (size_t)pb->prof[C->flat[r]]);
+		tm_gpu_profile *e = entry_of(C, pb, r);
+		const tm_gpu_profile *e0 = e;
 		char src[512];
 		snprintf(src, sizeof src, "thermap calibrate: plan %s, %s (%ld "
 		         "settled in-job samples over %.0f s)", C->plan.id,
@@ -1124,7 +1067,7 @@ static int write_profile(cal *C, const tm_problem *pb, const why *W,
 			snprintf(line, sizeof line, "%s: %s; %s; inverse-variance "
 			         "combined; before: %s (the model took %.1f W)", src,
 			         own, pool, a, G->wait_before);
-			put(e, "power_wait_w", G->wait_w, 2, line, ncal);
+			put(e, TM_PF_POWER_WAIT_W, G->wait_w, 2, line, ncal);
 			fmt_or_none(a, sizeof a, e0->power_wait_sd_w, " W");
 			snprintf(line, sizeof line, "%s: the uncertainty of "
 			         "power_wait_w, from the power's standard error (at "
@@ -1134,7 +1077,7 @@ static int write_profile(cal *C, const tm_problem *pb, const why *W,
 			                fmax(BUSY_REL_FLOOR,
 			                     fabs(C->m.iteration_ms - C->res_iter) /
 			                     C->m.iteration_ms) : BUSY_REL_DEFAULT), a);
-			put(e, "power_wait_sd_w", G->wait_sd, 2, line, ncal);
+			put(e, TM_PF_POWER_WAIT_SD_W, G->wait_sd, 2, line, ncal);
 		}
 		if (!isnan(G->derate)) {
 			/* e0 has the fitted derate by now (the busy fractions
@@ -1148,14 +1091,13 @@ static int write_profile(cal *C, const tm_problem *pb, const why *W,
 			         tm_derate_basis_name(G->derate_basis), a,
 			         G->basis_before == TM_BASIS_UNSET ? "not given" :
 			         tm_derate_basis_name(G->basis_before));
-			put(e, "derate", G->derate, 3, line, ncal);
+			put(e, TM_PF_DERATE, G->derate, 3, line, ncal);
 			snprintf(line, sizeof line, "%s: the relative uncertainty of "
 			         "the two %s, at least %s; before: %s", src,
 			         C->m.nranks ? "measured times" : "clocks",
 			         C->m.nranks ? "2 %" : "one 15 MHz step each", b);
-			put(e, "derate_sd", G->derate_sd, 4, line, ncal);
-			json_object_set_new(e, "derate_basis", json_string(
-			                    tm_derate_basis_name(G->derate_basis)));
+			put(e, TM_PF_DERATE_SD, G->derate_sd, 4, line, ncal);
+			e->derate_basis = G->derate_basis;
 		}
 		if (!isnan(G->fit_sd_c)) {
 			fmt_or_none(a, sizeof a, e0->temp_fit_sd_c, " C");
@@ -1166,25 +1108,10 @@ static int write_profile(cal *C, const tm_problem *pb, const why *W,
 			         "before: %s", src, isfinite(e0->temp_fit_sd_c) ?
 			         e0->temp_fit_sd_c : FIT_SD_DEFAULT_C, W[r].nfit,
 			         W[r].residual, G->power_w, G->temp_c, a);
-			put(e, "temp_fit_sd_c", G->fit_sd_c, 2, line, ncal);
-		}
-		/* the marks after the fields they describe */
-		if (json_object_get(e, "calibrated")) {
-			json_t *marks = json_incref(json_object_get(e, "calibrated"));
-			json_object_del(e, "calibrated");
-			json_object_set_new(e, "calibrated", marks);
+			put(e, TM_PF_TEMP_FIT_SD_C, G->fit_sd_c, 2, line, ncal);
 		}
 	}
-	text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-	                  JSON_REAL_PRECISION(15));
-	json_decref(root);
-	if (!text)
-		return tm_fail(err, TM_EINTERNAL, "cannot write the calibrated "
-		               "profile: out of memory");
-	*out = xmalloc(strlen(text) + 2);
-	sprintf(*out, "%s\n", text);
-	free(text);
-	return 0;
+	return tm_profile_text(C->p);
 }
 
 /* ---- the table ----------------------------------------------------------------- */
@@ -1319,7 +1246,7 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	sb_init(&C.files);
 	sb_add(&C.files, "telemetry ");
 	/* file names as text for people: the table prints them, the
-	 * calibrated profile quotes them (jansson takes only UTF-8) */
+	 * calibrated profile's lines quote them */
 	for (int i = 0; i < o->ntele && i < 3; i++) {
 		sb_add(&C.files, i ? ", " : "");
 		sb_add_text(&C.files, o->tele[i].file);
@@ -1395,10 +1322,9 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	C.res_iter = predict(pb1, C.flat, busy, NULL, NULL);
 	fit_waits(&C, pb1, busy, C.res_iter, W);
 	fit_spread(&C, pb0, W);
-	if ((rc = in_range(&C, W, err)) ||
-	    (rc = write_profile(&C, pb0, W, &res->profile, &res->ncalibrated,
-	                        err)))
+	if ((rc = in_range(&C, W, err)))
 		goto out;
+	res->profile = write_profile(&C, pb0, W, &res->ncalibrated);
 
 	/* the calibrated profile as any command will read it */
 	if ((rc = tm_profile_loadb(o->profile, res->profile,

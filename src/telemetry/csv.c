@@ -1,7 +1,9 @@
 /*
- * tele_csv.c — nvidia-smi text logs: `--query-gpu` CSV (with or without a
- * header, units, [N/A]...), `dmon`, and the `--query-gpu` sections inside
- * nvidia_gpu_exporter capture files.
+ * csv.c — nvidia-smi `--query-gpu` CSV logs (with or without a header,
+ * units, [N/A]...), and the `--query-gpu` sections inside
+ * nvidia_gpu_exporter capture files (`dmon` logs: dmon.c). Rows become
+ * samples for the sink (tl_gpu, tl_push); large files are parsed, and
+ * their samples pushed, by several threads ("parallel parsing" below).
  *
  * The CSV path is the hot one (multi-gigabyte logs): a row is parsed in one
  * pass over its bytes, numbers without strtod, the date of the previous row
@@ -104,60 +106,11 @@ static bool smi_name(const char *n)
 	return false;
 }
 
-/* ---- numbers ------------------------------------------------------------ */
-
-static const double pow10tab[] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
-
 static inline uint64_t load8(const char *p)
 {
 	uint64_t x;
 	memcpy(&x, p, 8);
 	return x;
-}
-
-/* Parses [-]digits[.digits] exactly as strtod would (mantissa below 2^53
- * and at most 22 fraction digits: one correctly rounded division), else
- * through strtod. Returns the end, or NULL when there is no number. */
-static const char *parse_num(const char *p, const char *e, double *out)
-{
-	const char *s = p;
-	bool neg = false;
-	uint64_t m = 0;
-	int nd = 0, frac = 0;
-	if (p < e && (*p == '-' || *p == '+'))
-		neg = *p++ == '-';
-	while (p < e && (unsigned)(*p - '0') < 10) {
-		m = m * 10 + (uint64_t)(*p++ - '0');
-		nd++;
-	}
-	if (p < e && *p == '.') {
-		p++;
-		while (p < e && (unsigned)(*p - '0') < 10) {
-			m = m * 10 + (uint64_t)(*p++ - '0');
-			nd++;
-			frac++;
-		}
-	}
-	if (nd == 0)
-		return NULL;
-	if (nd > 15 || frac > 22 || (p < e && (*p == 'e' || *p == 'E'))) {
-		char buf[64], *end;
-		size_t n = (size_t)(e - s) < sizeof buf - 1 ? (size_t)(e - s)
-		                                            : sizeof buf - 1;
-		memcpy(buf, s, n);
-		buf[n] = '\0';
-		*out = strtod(buf, &end);
-		if (end == buf)
-			return NULL;
-		return s + (end - buf);
-	}
-	*out = (double)m / pow10tab[frac];
-	if (neg)
-		*out = -*out;
-	return p;
 }
 
 /* ---- columns ------------------------------------------------------------ */
@@ -612,7 +565,7 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
 	}
 	case C_NUM: {
 		double v;
-		const char *r = parse_num(vp, ve, &v);
+		const char *r = tl_parse_num(vp, ve, &v);
 		if (r && unit_ok(r, ve))
 			s->v[C->cols[c].field] = v;
 		else if (!is_missing(vp, ve))
@@ -649,7 +602,7 @@ static int one_value(csv *C, int c, const char *vp, const char *ve,
 	}
 	case C_COUNT: {
 		double v, *f = &s->v[C->cols[c].field];
-		const char *r = parse_num(vp, ve, &v);
+		const char *r = tl_parse_num(vp, ve, &v);
 		if (r && unit_ok(r, ve))
 			*f = isnan(*f) ? v : *f + v;
 		else if (!is_missing(vp, ve))
@@ -713,7 +666,7 @@ static int parse_row(csv *C, const char *line, size_t len,
 			}
 			if (nd > 0 && nd <= 15 && (v == e || *v == ',')) {
 				smp->v[cols[c].field] = frac ? (double)m /
-				        pow10tab[frac] : (double)m;
+				        tl_pow10[frac] : (double)m;
 				q = v;
 				goto next;
 			}
@@ -1442,154 +1395,5 @@ int tl_read_capture(tl_src *src, tl_lines *L)
 	if (rc == 0 && sections == 0)
 		return tm_fail(src->err, TM_EINPUT, "%s: capture without a "
 		               "--query-gpu section", src->file);
-	return rc;
-}
-
-/* ---- nvidia-smi dmon ------------------------------------------------------
- * "#Date Time gpu pwr gtemp ... pclk" then a units line, then
- * whitespace-separated rows; "-" is a missing value. */
-
-int tl_read_dmon(tl_src *src, tl_lines *L)
-{
-	enum { D_SKIP, D_DATE, D_TIME, D_GPU, D_NUM };
-	int kind[64], field[64], ncols = 0, rc;
-	const char *line;
-	size_t len;
-	double last_tod = NAN, wrap = 0;
-
-	src->format = "nvidia-smi dmon";
-	if (!src->host)
-		return tm_fail(src->err, TM_EINPUT, "%s: no host: name it with "
-		               "--host NAME or a file name like HOST.txt",
-		               src->file);
-	while ((rc = tl_lines_next(L, &line, &len)) == 1) {
-		char buf[1024], *tok, *save = NULL;
-		int c = 0, gpu = -1, id;
-		tl_sample s;
-		double date = NAN, tod = NAN;
-
-		src->line = L->lineno;
-		if (len >= sizeof buf)
-			return tm_fail(src->err, TM_EINPUT, "%s:%ld: dmon line "
-			               "longer than %zu bytes", src->file,
-			               src->line, sizeof buf - 1);
-		memcpy(buf, line, len);
-		buf[len] = '\0';
-		if (buf[0] == '#') {
-			char *h = buf + 1;
-			if (ncols > 0 && strstr(h, "YYYY") == NULL &&
-			    strstr(h, "Idx") == NULL && strstr(h, "gpu") == NULL)
-				continue;
-			if (strstr(h, "Idx") || strstr(h, "YYYY") ||
-			    strstr(h, "HH:MM"))
-				continue;  /* the units line */
-			ncols = 0;
-			for (tok = strtok_r(h, " \t", &save); tok && ncols < 64;
-			     tok = strtok_r(NULL, " \t", &save), ncols++) {
-				kind[ncols] = D_SKIP;
-				if (!strcmp(tok, "Date"))
-					kind[ncols] = D_DATE;
-				else if (!strcmp(tok, "Time"))
-					kind[ncols] = D_TIME;
-				else if (!strcmp(tok, "gpu"))
-					kind[ncols] = D_GPU;
-				else if (!strcmp(tok, "pwr"))
-					kind[ncols] = D_NUM, field[ncols] = TL_POWER;
-				else if (!strcmp(tok, "gtemp"))
-					kind[ncols] = D_NUM, field[ncols] = TL_TEMP;
-				else if (!strcmp(tok, "sm"))
-					kind[ncols] = D_NUM, field[ncols] = TL_UTIL;
-				else if (!strcmp(tok, "pclk"))
-					kind[ncols] = D_NUM,
-					field[ncols] = TL_SM_CLOCK;
-			}
-			continue;
-		}
-		if (strspn(buf, " \t") == len)
-			continue;
-		if (ncols == 0)
-			return tm_fail(src->err, TM_EINPUT, "%s:%ld: dmon row "
-			               "before the \"# gpu ...\" header",
-			               src->file, src->line);
-		tl_sample_clear(&s);
-		for (tok = strtok_r(buf, " \t", &save); tok;
-		     tok = strtok_r(NULL, " \t", &save), c++) {
-			double v;
-			const char *r;
-			if (c >= ncols)
-				return tm_fail(src->err, TM_EINPUT, "%s:%ld: "
-				               "expected %d fields, found more",
-				               src->file, src->line, ncols);
-			if (kind[c] == D_SKIP)
-				continue;
-			if (kind[c] == D_DATE) {
-				char d[32];
-				if (strlen(tok) != 8)
-					return tm_fail(src->err, TM_EINPUT,
-					       "%s:%ld: date: expected YYYYMMDD, "
-					       "found \"%.20s\"", src->file,
-					       src->line, tok);
-				snprintf(d, sizeof d, "%.4s-%.2s-%.2sT00:00:00",
-				         tok, tok + 4, tok + 6);
-				if (!tl_parse_time(d, strlen(d), &date))
-					return tm_fail(src->err, TM_EINPUT,
-					       "%s:%ld: date: expected YYYYMMDD, "
-					       "found \"%.20s\"", src->file,
-					       src->line, tok);
-				continue;
-			}
-			if (kind[c] == D_TIME) {
-				char d[40];
-				snprintf(d, sizeof d, "1970-01-01T%.12s", tok);
-				if (!tl_parse_time(d, strlen(d), &tod))
-					return tm_fail(src->err, TM_EINPUT,
-					       "%s:%ld: time: expected HH:MM:SS, "
-					       "found \"%.20s\"", src->file,
-					       src->line, tok);
-				continue;
-			}
-			if (!strcmp(tok, "-"))
-				continue;
-			r = parse_num(tok, tok + strlen(tok), &v);
-			if (!r || *r)
-				return tm_fail(src->err, TM_EINPUT, "%s:%ld: "
-				               "field %d: expected a number, "
-				               "found \"%.20s\"", src->file,
-				               src->line, c + 1, tok);
-			if (kind[c] == D_GPU) {
-				if (!(v >= 0 && v <= 65535 && v == floor(v)))
-					return tm_fail(src->err, TM_EINPUT,
-					       "%s:%ld: gpu: expected an index from 0 "
-					       "to 65535, found \"%.20s\"", src->file,
-					       src->line, tok);
-				gpu = (int)v;
-			} else
-				s.v[field[c]] = v;
-		}
-		if (c < ncols)
-			return tm_fail(src->err, TM_EINPUT, "%s:%ld: expected %d "
-			               "fields, found %d", src->file, src->line,
-			               ncols, c);
-		if (!isnan(tod)) {
-			if (!isnan(date)) {
-				s.t = date + tod;
-			} else {
-				/* time of day only: count midnights */
-				if (!isnan(last_tod) && tod < last_tod - 43200)
-					wrap += 86400;
-				last_tod = tod;
-				s.t = tod + wrap;
-			}
-		}
-		src->rows++;
-		id = tl_gpu(src, src->host, NULL, NULL, gpu < 0 ? 0 : gpu);
-		if (id < 0)
-			return TM_EINPUT;
-		if ((rc = tl_push(src, id, &s)))
-			return rc;
-	}
-	if (rc == 0 && ncols == 0)
-		return tm_fail(src->err, TM_EINPUT, "%s: no dmon header",
-		               src->file);
 	return rc;
 }

@@ -1,9 +1,9 @@
 /*
- * tele_prom.c — what dcgm-exporter publishes, as thermap meets it: the
+ * prom.c — what dcgm-exporter publishes, as thermap meets it: the
  * Prometheus text exposition (one scrape, or scrapes appended to one file)
  * and the JSON of the Prometheus HTTP API (query_range, or an instant
  * query) over the same series. Both become per-GPU samples for the
- * profile builder. Also the time parser the CSV readers share.
+ * sink (tl_gpu, tl_push); times are read by parse.c.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -760,49 +760,28 @@ out:
 
 /* ---- Prometheus query_range JSON ------------------------------------------ */
 
-/* The points of every query_range file read so far, merged and pushed by
- * tl_qrange_flush(k). File-static, so one sink at a time has points
- * pending; reading for another sink first drops what an abandoned one
- * left, and flushing a sink with nothing pending does nothing. The tl_src
- * of each file is kept by pointer, so that the pushes count in that
- * file's summary: it must stay valid until tl_qrange_flush(), which the
- * caller must call, with the sink to push the points or with NULL to
- * drop them, before freeing the sink or any of those tl_src (error paths
- * included: a new sink may reuse the freed one's address). */
-typedef struct qpoint {
-	double t, v;
-	unsigned seq;            /* input order: the sort is stable */
-	int gpu;
-	unsigned short src;      /* into Q.srcs */
-	unsigned char metric;
-} qpoint;
-
+/* The points of every query_range file read into a sink so far wait in
+ * it (tl_sink_qpending), to be merged and pushed by tl_qrange_flush(k).
+ * The tl_src of each file is kept by pointer, so that the pushes count in
+ * that file's summary: it must stay valid until tl_qrange_flush(). */
 #define QMAX_POINTS (1u << 26)
 #define QMAX_FILES 65535
 
-static struct {
-	tl_sink *sink;
-	qpoint *p;
-	size_t n, cap;
-	tl_src **srcs;
-	int nsrc, capsrc;
-} Q;
-
-static void q_reset(void)
+static void q_reset(tl_qpending *Q)
 {
-	free(Q.srcs);
-	free(Q.p);
-	memset(&Q, 0, sizeof Q);
+	free(Q->srcs);
+	free(Q->p);
+	memset(Q, 0, sizeof *Q);
 }
 
-static int q_add_src(tl_src *src)
+static int q_add_src(tl_qpending *Q, tl_src *src)
 {
-	if (Q.nsrc == Q.capsrc) {
-		Q.capsrc = Q.capsrc ? 2 * Q.capsrc : 8;
-		Q.srcs = xrealloc(Q.srcs, (size_t)Q.capsrc * sizeof *Q.srcs);
+	if (Q->nsrc == Q->capsrc) {
+		Q->capsrc = Q->capsrc ? 2 * Q->capsrc : 8;
+		Q->srcs = xrealloc(Q->srcs, (size_t)Q->capsrc * sizeof *Q->srcs);
 	}
-	Q.srcs[Q.nsrc] = src;
-	return Q.nsrc++;
+	Q->srcs[Q->nsrc] = src;
+	return Q->nsrc++;
 }
 
 /* The value string of a point: 0, 1 (blank) or an error. */
@@ -836,6 +815,7 @@ static int q_series(tl_src *src, const jin *J, preader *R, json_t *r,
 	size_t npts;
 	int rc, mi, gpu;
 	idplace I = { src, NULL, J, mpath };
+	tl_qpending *Q = tl_sink_qpending(src->sink);
 
 	if (!json_is_object(r))
 		return jin_fail(J, path, NULL, "expected an object with \"metric\" "
@@ -883,7 +863,7 @@ static int q_series(tl_src *src, const jin *J, preader *R, json_t *r,
 		json_t *pt = matrix ? json_array_get(pts, j)
 		                    : json_object_get(r, "value");
 		json_t *jt = json_array_get(pt, 0), *jv = json_array_get(pt, 1);
-		qpoint *q;
+		tl_qpoint *q;
 		double v = 0;
 
 		if (matrix)
@@ -911,15 +891,15 @@ static int q_series(tl_src *src, const jin *J, preader *R, json_t *r,
 			    tl_check_value(metrics[mi].field, v, m, sizeof m))
 				return jin_fail(J, ppath, NULL, "%s", m);
 		}
-		if (Q.n >= QMAX_POINTS)
+		if (Q->n >= QMAX_POINTS)
 			return jin_fail(J, ppath, NULL, "more than %u points in all "
 			                "query_range files; expected fewer (a larger "
 			                "step)", QMAX_POINTS);
-		if (Q.n == Q.cap) {
-			Q.cap = Q.cap ? 2 * Q.cap : 1024;
-			Q.p = xrealloc(Q.p, Q.cap * sizeof *Q.p);
+		if (Q->n == Q->cap) {
+			Q->cap = Q->cap ? 2 * Q->cap : 1024;
+			Q->p = xrealloc(Q->p, Q->cap * sizeof *Q->p);
 		}
-		q = &Q.p[Q.n];
+		q = &Q->p[Q->n];
 		q->t = json_number_value(jt);
 		/* the file's own span, also what --from/--to relative to
 		 * its first time count from */
@@ -928,7 +908,7 @@ static int q_series(tl_src *src, const jin *J, preader *R, json_t *r,
 		if (isnan(src->t_last) || q->t > src->t_last)
 			src->t_last = q->t;
 		q->v = v;
-		q->seq = (unsigned)Q.n++;
+		q->seq = (unsigned)Q->n++;
 		q->gpu = gpu;
 		q->src = (unsigned short)si;
 		q->metric = (unsigned char)mi;
@@ -944,17 +924,14 @@ int tl_read_qrange(tl_src *src, const char *text, size_t len)
 	json_t *root, *st, *data, *rt, *res;
 	const char *rts;
 	char path[64];
-	size_t n0 = Q.n;
+	tl_qpending *Q = tl_sink_qpending(src->sink);
+	size_t n0 = Q->n;
 	int rc, si = -1;
 	bool matrix;
 
 	src->format = "prometheus query_range";
 	src->line = 0;
-	if (Q.nsrc && Q.sink != src->sink) {
-		q_reset();
-		n0 = 0;
-	}
-	if (Q.nsrc >= QMAX_FILES)
+	if (Q->nsrc >= QMAX_FILES)
 		return tm_fail(src->err, TM_EINPUT, "%s: more than %d query_range "
 		               "files; expected fewer", src->file, QMAX_FILES);
 	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3)) {  /* a byte order mark */
@@ -1033,8 +1010,7 @@ int tl_read_qrange(tl_src *src, const char *text, size_t len)
 	matrix = !strcmp(rts, "matrix");
 	if ((rc = jin_arr(&J, data, "data", "result", JF_REQ, &res)))
 		goto out;
-	Q.sink = src->sink;
-	si = q_add_src(src);
+	si = q_add_src(Q, src);
 	for (size_t i = 0; i < json_array_size(res); i++) {
 		snprintf(path, sizeof path, "data.result[%zu]", i);
 		if ((rc = q_series(src, &J, &R, json_array_get(res, i), path, matrix,
@@ -1044,9 +1020,9 @@ int tl_read_qrange(tl_src *src, const char *text, size_t len)
 out:
 	if (rc) {
 		/* nothing of a rejected file stays pending */
-		Q.n = n0;
+		Q->n = n0;
 		if (si >= 0)
-			Q.nsrc--;
+			Q->nsrc--;
 	}
 	preader_free(&R);
 	json_decref(root);
@@ -1058,7 +1034,7 @@ out:
  * then metric (the enforced power limit after the management limit). */
 static int qcmp(const void *pa, const void *pb)
 {
-	const qpoint *a = pa, *b = pb;
+	const tl_qpoint *a = pa, *b = pb;
 	if (a->t != b->t)
 		return a->t < b->t ? -1 : 1;
 	if (a->gpu != b->gpu)
@@ -1070,174 +1046,34 @@ static int qcmp(const void *pa, const void *pb)
 
 int tl_qrange_flush(tl_sink *k, tm_error *err)
 {
+	tl_qpending *Q = tl_sink_qpending(k);
 	int rc = 0;
 	size_t i, j;
 
-	if (k && k != Q.sink)
-		return 0;  /* what is pending is not k's */
-	if (!k || Q.n == 0)
+	if (Q->n == 0)
 		goto out;
-	qsort(Q.p, Q.n, sizeof *Q.p, qcmp);
-	for (i = 0; i < Q.n; i = j) {
+	qsort(Q->p, Q->n, sizeof *Q->p, qcmp);
+	for (i = 0; i < Q->n; i = j) {
 		tl_sample s;
 		unsigned seen = 0;
-		tl_src *S = Q.srcs[Q.p[i].src];
+		tl_src *S = Q->srcs[Q->p[i].src];
 		tm_error *e = S->err;
 
 		tl_sample_clear(&s);
-		s.t = Q.p[i].t;
-		for (j = i; j < Q.n && Q.p[j].t == s.t && Q.p[j].gpu == Q.p[i].gpu;
-		     j++)
-			apply(&s, &seen, Q.p[j].metric, Q.p[j].v);
+		s.t = Q->p[i].t;
+		for (j = i; j < Q->n && Q->p[j].t == s.t &&
+		     Q->p[j].gpu == Q->p[i].gpu; j++)
+			apply(&s, &seen, Q->p[j].metric, Q->p[j].v);
 		/* the sample counts in the file of its first point */
 		S->line = 0;
 		S->err = err ? err : e;
-		rc = tl_push(S, Q.p[i].gpu, &s);
+		rc = tl_push(S, Q->p[i].gpu, &s);
 		S->err = e;
 		if (rc)
 			goto out;
 	}
 out:
-	q_reset();
+	q_reset(Q);
 	return rc;
 }
 
-/* ---- times ---------------------------------------------------------------- */
-
-/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
- * (H. Hinnant's days_from_civil). */
-static long long days_from_civil(long long y, int m, int d)
-{
-	long long era, yoe, doy, doe;
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static int num(const char *p, int n)  /* n digits, or -1 */
-{
-	int v = 0;
-	for (int i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return -1;
-		v = v * 10 + (p[i] - '0');
-	}
-	return v;
-}
-
-/* Reads ".fff…" at *pp: up to 9 digits kept as an integer, the rest only
- * checked. False when '.' has no digit after it. */
-static bool fraction(const char **pp, const char *e, long long *f, int *k)
-{
-	const char *p = *pp + 1;
-	*f = 0;
-	*k = 0;
-	if (p == e || *p < '0' || *p > '9')
-		return false;
-	for (; p < e && *p >= '0' && *p <= '9'; p++)
-		if (*k < 9) {
-			*f = *f * 10 + (*p - '0');
-			(*k)++;
-		}
-	*pp = p;
-	return true;
-}
-
-/* whole + f / 10^k, rounded once where the sum is exact as an integer,
- * so "…28.037" is the double nearest to …28.037. */
-static double compose(long long whole, long long f, int k)
-{
-	static const long long p10[10] = { 1, 10, 100, 1000, 10000, 100000,
-		1000000, 10000000, 100000000, 1000000000 };
-	const long long lim = 1ll << 53;
-	if ((whole < 0 ? -whole : whole) <= lim / p10[k]) {
-		long long N = whole * p10[k] + f;
-		if ((N < 0 ? -N : N) <= lim)
-			return (double)N / (double)p10[k];
-	}
-	return (double)whole + (double)f / (double)p10[k];
-}
-
-bool tl_parse_time(const char *s, size_t n, double *t)
-{
-	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31,
-		30, 31 };
-	const char *p = s, *e = s + n, *q;
-	int Y, M, D, h, mi, sec, dim, off = 0;
-	long long f = 0, whole;
-	int k = 0;
-	char sep;
-
-	while (p < e && blank_ch(*p))
-		p++;
-	while (e > p && blank_ch(e[-1]))
-		e--;
-	if (p == e)
-		return false;
-
-	/* seconds since 1970 */
-	for (q = p; q < e && *q >= '0' && *q <= '9'; q++)
-		;
-	if (q > p && (q == e || *q == '.')) {
-		if (q - p > 12)
-			return false;
-		whole = 0;
-		for (const char *d = p; d < q; d++)
-			whole = whole * 10 + (*d - '0');
-		if (q < e && (!fraction(&q, e, &f, &k) || q != e))
-			return false;
-		*t = compose(whole, f, k);
-		return true;
-	}
-
-	/* YYYY/MM/DD HH:MM:SS or YYYY-MM-DD[T ]HH:MM:SS, [.fff], [zone] */
-	if (e - p < 19)
-		return false;
-	sep = p[4];
-	Y = num(p, 4);
-	M = num(p + 5, 2);
-	D = num(p + 8, 2);
-	h = num(p + 11, 2);
-	mi = num(p + 14, 2);
-	sec = num(p + 17, 2);
-	if ((sep != '/' && sep != '-') || p[7] != sep ||
-	    (p[10] != ' ' && p[10] != 'T' && p[10] != 't') ||
-	    p[13] != ':' || p[16] != ':' || Y < 0 || M < 1 || M > 12 ||
-	    D < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 ||
-	    sec > 60)
-		return false;
-	dim = mdays[M - 1] + (M == 2 && Y % 4 == 0 &&
-	                      (Y % 100 != 0 || Y % 400 == 0));
-	if (D > dim)
-		return false;
-	q = p + 19;
-	if (q < e && *q == '.' && !fraction(&q, e, &f, &k))
-		return false;
-	if (q < e && *q == ' ' && q + 1 < e)
-		q++;  /* "… +02:00" */
-	if (q < e && (*q == 'Z' || *q == 'z')) {
-		q++;
-	} else if (q < e && (*q == '+' || *q == '-')) {
-		int sign = *q == '-' ? -1 : 1, oh, om = 0;
-		if (e - q < 3 || (oh = num(q + 1, 2)) < 0 || oh > 23)
-			return false;
-		q += 3;
-		if (q < e) {
-			if (*q == ':')
-				q++;
-			if (e - q < 2 || (om = num(q, 2)) < 0 || om > 59)
-				return false;
-			q += 2;
-		}
-		off = sign * (oh * 3600 + om * 60);
-	}
-	if (q != e)
-		return false;
-	whole = days_from_civil(Y, M, D) * 86400 + h * 3600 + mi * 60 + sec -
-	        off;
-	*t = compose(whole, f, k);
-	return true;
-}

@@ -1,12 +1,34 @@
 /*
- * telemetry.h — the stream between the telemetry readers (tele_csv.c,
- * tele_prom.c) and the profile builder (telemetry.c).
+ * telemetry.h — telemetry logs to profiles (`thermap profile`, and what
+ * calibrate and compare --replay read). The files, each calling only the
+ * ones below it:
  *
- * A reader turns one input file into samples: one GPU, one moment, the
- * values it read (NAN for each value the input does not have). It names the
- * GPU with tl_gpu() and hands each sample to tl_push(), in the order the
- * file has them. The builder keeps a fixed amount of state per GPU, so
- * memory grows with the number of GPUs, never with the input.
+ *   read.c    the entry points: tm_profile_from_telemetry, the summary,
+ *             a recording read once and profiled window by window; and
+ *             the dispatcher, tl_read_file, which finds a file's format
+ *             from its first bytes and hands it to its reader
+ *   csv.c dmon.c prom.c
+ *             the readers, one per family of formats: nvidia-smi
+ *             --query-gpu CSV (and nvidia_gpu_exporter captures), dmon,
+ *             Prometheus text and query_range JSON. A reader turns one
+ *             file into samples (one GPU, one moment, the values it read,
+ *             NAN for each value the input does not have): it names the
+ *             GPU with tl_gpu() and hands each sample to tl_push(), in the
+ *             order the file has them
+ *   sink.c    the sink: the GPUs named so far, the samples' checks
+ *             (value ranges, time order, --from/--to), warnings about
+ *             files, and the end, which orders the GPUs for the profile
+ *   stats.c   the profile statistics: the settling rule, idle and load
+ *             levels, the thermal fit, derates, what was estimated
+ *             (docs/profile.md), with a fixed amount of state per GPU, so
+ *             memory grows with the number of GPUs, never with the input
+ *   lines.c parse.c
+ *             lines of a file; numbers and times in text
+ *
+ * The profile document is written by format/profile.c (tm_profile_text).
+ * Nothing here keeps state outside the structs it is given (but csv.c's
+ * table of hex digits, filled once under pthread_once): several readings
+ * may run at once, one per thread.
  */
 #ifndef THERMAP_TELEMETRY_H
 #define THERMAP_TELEMETRY_H
@@ -51,6 +73,73 @@ typedef struct tl_sample {
 #define TL_REASON_HW_POWER_BRAKE 0x080ull
 #define TL_REASON_DISPLAY_CLOCK 0x100ull
 
+_Static_assert(TL_NFIELDS == 12, "tl_sample_clear lists every field");
+
+static inline void tl_sample_clear(tl_sample *s)
+{
+	static const tl_sample empty = {
+		NAN, { NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+		       NAN } };
+	*s = empty;
+}
+
+/* ---- read.c: the entry points and the dispatcher ------------------------ */
+
+typedef struct tl_sink tl_sink;
+typedef struct tl_src tl_src;
+
+/* Reads one input file (format found from its content) into src->sink;
+ * src->file and src->host (--host or NULL) are set by the caller. */
+int tl_read_file(tl_src *src);
+
+/* Reads the n inputs into k, srcs[i] describing in[i] (srcs has n
+ * entries, zeroed by the caller; they must outlive k's use of them, as
+ * GPUs name the last file that named them). warn: the warnings about
+ * files (tl_file_warnings). Returns 0 or an exit code with err set. */
+int tl_read_inputs(tl_sink *k, const tm_tele_input *in, int n, tl_src *srcs,
+                   bool warn, tm_error *err);
+
+/* A recording read once (compare --replay): every sample of its files
+ * kept in memory, so that the profile of any window of it is made
+ * without reading the files again. in's strings are borrowed for its
+ * life. */
+typedef struct tl_recording tl_recording;
+/* Reads the inputs as tm_profile_from_telemetry does (with its warnings);
+ * 0 with *out new, or an exit code with err set. */
+int tl_recording_read(const tm_tele_input *in, int n, tl_recording **out,
+                      tm_error *err);
+void tl_recording_free(tl_recording *r);
+/* The span of its longest file, seconds, to the millisecond (as the
+ * summary says); 0 when no file has a time. */
+double tl_recording_span(const tl_recording *r);
+/* The profile of the window o (NULL: the whole recording), exactly as
+ * tm_profile_from_telemetry of the same inputs with o makes it: 0 with
+ * *out new, or TM_EINPUT with err set (no samples in the window, GPUs too
+ * far apart for a derate). */
+int tl_recording_profile(const tl_recording *r, const tm_tele_opts *o,
+                         tm_profile **out, tm_error *err);
+
+/* ---- dmon.c, csv.c, prom.c: the readers -------------------------------- */
+
+typedef struct tl_lines tl_lines;
+
+/* Each reads one file into src->sink and returns 0 or an exit code with
+ * src->err set. */
+int tl_read_csv(tl_src *src, tl_lines *L);     /* nvidia-smi --query-gpu */
+int tl_read_dmon(tl_src *src, tl_lines *L);    /* nvidia-smi dmon */
+int tl_read_capture(tl_src *src, tl_lines *L); /* nvidia_gpu_exporter */
+int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
+/* Prometheus query_range JSON: the whole file is read (it is bounded by
+ * TM_MAX_INPUT_BYTES), its points are kept in the sink until
+ * tl_qrange_flush(), which merges the series of every query_range file
+ * by GPU and time and pushes them. The tl_src of every query_range file
+ * stays valid (and is the one to charge rows and samples to) until
+ * tl_qrange_flush() returns. Points never flushed go with the sink. */
+int tl_read_qrange(tl_src *src, const char *text, size_t len);
+int tl_qrange_flush(tl_sink *k, tm_error *err);
+
+/* ---- sink.c: the GPUs, the samples' checks, the warnings ---------------- */
+
 /* Reasons a row or value was skipped, counted per file for the summary. */
 enum tl_skip {
 	TL_SKIP_CUT,       /* the last line of the file, cut mid-row */
@@ -74,8 +163,6 @@ int tl_check_time(double t, char *msg, size_t cap);
  * 2 KiB an entry. 65536 is 8192 hosts of 8 GPUs. */
 #define TL_MAX_GPUS 65536
 
-typedef struct tl_sink tl_sink;  /* the profile builder */
-
 typedef struct tl_opts {
 	double from, to;      /* time window; NAN = open */
 	bool from_rel, to_rel;/* seconds after the first time of each file */
@@ -83,17 +170,18 @@ typedef struct tl_opts {
 
 tl_sink *tl_sink_new(const tl_opts *o);
 void tl_sink_free(tl_sink *k);
-/* For tests: fn sees every sample tl_push accepts, after the window. */
+/* fn sees every sample tl_push accepts, after the window (calibrate's
+ * in-job statistics; tests). */
 void tl_sink_tap(tl_sink *k, void (*fn)(void *ctx, int gpu,
                  const tl_sample *s), void *ctx);
-/* The identity of GPU id as the builder holds it (pci normalised; uuid,
+/* The identity of GPU id as the sink holds it (pci normalised; uuid,
  * pci NULL and index -1 when unknown). */
 void tl_gpu_ident(const tl_sink *k, int id, const char **host,
                   const char **uuid, const char **pci, int *index);
 
 /* One input file being read. The reader fills format, rows and line; the
- * builder fills the rest. */
-typedef struct tl_src {
+ * sink fills the rest. */
+struct tl_src {
 	tl_sink *sink;
 	const char *file;    /* name for messages */
 	const char *host;    /* --host, else NULL */
@@ -112,9 +200,9 @@ typedef struct tl_src {
 	                        file only names it), else NULL */
 	size_t len;          /* bytes at text */
 	tm_error *err;
-} tl_src;
+};
 
-/* Returns the builder's id (>= 0) of the GPU with this identity, creating
+/* Returns the sink's id (>= 0) of the GPU with this identity, creating
  * it on first use; host must be set, index is -1 when unknown, uuid and pci
  * may be NULL (pci is normalised here). Returns -1 with err set when the
  * identity contradicts one seen before. */
@@ -126,56 +214,104 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
  * (docs/profile.md). Later names for the same GPU are ignored. */
 void tl_gpu_model(tl_src *src, int gpu, const char *name, size_t len);
 
-/* Hands one sample of GPU gpu to the builder. Returns 0, or TM_EINPUT with
- * err set ("FILE:LINE: ...") when time goes backwards for that GPU. */
+/* Hands one sample of GPU gpu to the sink. Returns 0, or TM_EINPUT with
+ * err set ("FILE:LINE: ...") when a value is out of range or time goes
+ * backwards for that GPU. */
 int tl_push(tl_src *src, int gpu, const tl_sample *s);
 
 /* Pushing in parallel: samples of different GPUs may be pushed by
  * different threads at once, each through its own copy of the source made
  * by tl_src_part() (and with no GPU added meanwhile), when this says so:
- * no tap, and no window relative to the file's first time (which depends
- * on the rows of every GPU before). tl_src_merge() adds a part's counts
- * and times back. */
+ * no tap, no recording, and no window relative to the file's first time
+ * (which depends on the rows of every GPU before). tl_src_merge() adds a
+ * part's counts and times back. */
 bool tl_push_parallel_ok(const tl_src *src);
 void tl_src_part(tl_src *part, const tl_src *src, tm_error *err);
 void tl_src_merge(tl_src *src, const tl_src *part);
 
-_Static_assert(TL_NFIELDS == 12, "tl_sample_clear lists every field");
-
-static inline void tl_sample_clear(tl_sample *s)
-{
-	static const tl_sample empty = {
-		NAN, { NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-		       NAN } };
-	*s = empty;
-}
-
 /* Sets TL_THERMAL and TL_PCAP from a reasons bitmask (ORed with what the
  * sample already says). */
 void tl_reasons(tl_sample *s, unsigned long long mask);
-
-/* Does p[0..n) contain needle? */
-bool tl_contains(const char *p, size_t n, const char *needle);
 
 /* Host name from a file name: the base name without directories and
  * without its last extension ("logs/gpu-a01.csv" -> "gpu-a01"); NULL when
  * that is not a valid host name. The caller frees it. */
 char *tl_host_from_file(const char *file);
 
-/* Warnings about a file (host from its name, no UUID) are given once per
- * process; tests call this to hear them again. */
-void tl_warn_forget(void);
+/* What a file read into k leaves unsaid about its GPUs (the host taken
+ * from its name, no UUID), as warnings; each warning once per sink, as a
+ * file may be read into it twice. */
+void tl_file_warnings(tl_sink *k, const tl_src *s);
 
-/* Ends every GPU's stream and writes the thermap.profile/1 document to
- * out; *ngpus is the number of entries. TM_EINPUT with err set when the
- * GPUs' clocks are too far apart for a derate a profile holds. */
+/* Ends every GPU's stream and makes the profile of the GPUs with
+ * samples, in the order of host, index, PCI bus id, UUID: 0 with *out
+ * new (no GPU: 0 entries), or TM_EINPUT with err set when the GPUs'
+ * clocks are too far apart for a derate a profile holds. tl_sink_finish
+ * writes it as a thermap.profile/1 document to out instead, *ngpus
+ * entries. */
+int tl_sink_profile(tl_sink *k, tm_profile **out, tm_error *err);
 int tl_sink_finish(tl_sink *k, strbuf *out, long *ngpus, tm_error *err);
 
-/* Reads one input file (format found from its content) into src->sink;
- * src->file and src->host (--host or NULL) are set by the caller. */
-int tl_read_file(tl_src *src);
+/* Recording: from now on k keeps every sample it accepts, in order, with
+ * its file's first time so far (which a relative window counts from);
+ * pushing is then sequential. tl_sink_replay gives an empty sink the
+ * GPUs of a recording sink, from, and pushes what from recorded through
+ * to's window: to then holds what reading the same files with that
+ * window would give it, ready for tl_sink_profile. */
+void tl_sink_record(tl_sink *k);
+void tl_sink_replay(tl_sink *to, const tl_sink *from);
 
-/* ---- reading lines ----------------------------------------------------- */
+/* query_range points waiting in a sink to be merged across files
+ * (prom.c): they are pushed by tl_qrange_flush(). */
+typedef struct tl_qpoint {
+	double t, v;
+	unsigned seq;            /* input order: the sort is stable */
+	int gpu;
+	unsigned short src;      /* into srcs */
+	unsigned char metric;    /* prom.c's metric number */
+} tl_qpoint;
+
+typedef struct tl_qpending {
+	tl_qpoint *p;            /* n points */
+	size_t n, cap;
+	tl_src **srcs;           /* nsrc files the points came from */
+	int nsrc, capsrc;
+} tl_qpending;
+
+tl_qpending *tl_sink_qpending(tl_sink *k);
+
+/* ---- stats.c: the profile statistics ------------------------------------ */
+
+/* One GPU's statistics: the settling rule of docs/profile.md applied to
+ * its samples, and what the settled ones add up to. */
+typedef struct tl_gpu_stats tl_gpu_stats;
+
+tl_gpu_stats *tl_gpu_stats_new(void);
+void tl_gpu_stats_free(tl_gpu_stats *g);
+/* Adds one sample (in the GPU's time order: the sink checks it). */
+void tl_gpu_stats_add(tl_gpu_stats *g, const tl_sample *s);
+long tl_gpu_stats_samples(const tl_gpu_stats *g);
+double tl_gpu_stats_last_t(const tl_gpu_stats *g);  /* NAN: no time yet */
+
+/* What the statistics need to know of a GPU besides its samples. */
+typedef struct tl_ident {
+	const char *host;
+	const char *uuid, *pci;  /* NULL when unknown; pci normalised */
+	int index;               /* -1 when unknown */
+	const char *model;       /* the GPU model, or NULL */
+	const char *file;        /* the last file that named it */
+} tl_ident;
+
+/* Ends the n GPUs' streams and fills out[i] (from tm_gpu_profile_init's
+ * state) with GPU i's entry: levels, fit (pooled over GPUs of one model,
+ * else one host, where a GPU has none of its own), derate against the
+ * GPU with the fastest clock, estimated marks; rounded as the profile is
+ * written. 0, or TM_EINPUT with err set (a derate beyond what a profile
+ * holds). */
+int tl_stats_build(const tl_ident *id, tl_gpu_stats *const *st, int n,
+                   tm_gpu_profile *out, tm_error *err);
+
+/* ---- lines.c: reading lines -------------------------------------------- */
 
 #define TL_MAX_LINE (1u << 16)  /* longest line accepted, bytes */
 /* Every line a reader gets is followed by a '\n', '\r' or '\0' and then
@@ -183,7 +319,7 @@ int tl_read_file(tl_src *src);
  * end (and ignore what they find there). */
 #define TL_SLACK 16
 
-typedef struct tl_lines {
+struct tl_lines {
 	int fd;
 	const char *file;
 	char *buf;
@@ -193,7 +329,7 @@ typedef struct tl_lines {
 	bool eof;
 	bool unterminated;    /* the line last returned had no '\n' */
 	tm_error *err;
-} tl_lines;
+};
 
 /* Opens file ("-" reads stdin). Returns 0 or TM_EINPUT with err set: a
  * file that is not a regular one (a FIFO, a device, a directory) is
@@ -212,27 +348,22 @@ void tl_lines_close(tl_lines *L);
 long long tl_lines_tell(const tl_lines *L);
 /* Continues at file offset off, the start of line number lineno + 1. */
 int tl_lines_seek(tl_lines *L, long long off, long lineno);
+/* Does p[0..n) contain needle? */
+bool tl_contains(const char *p, size_t n, const char *needle);
 
-/* ---- readers ----------------------------------------------------------- */
+/* ---- parse.c: numbers and times in text -------------------------------- */
 
-/* Each reads one file into src->sink and returns 0 or an exit code with
- * src->err set. */
-int tl_read_csv(tl_src *src, tl_lines *L);     /* nvidia-smi --query-gpu */
-int tl_read_dmon(tl_src *src, tl_lines *L);    /* nvidia-smi dmon */
-int tl_read_capture(tl_src *src, tl_lines *L); /* nvidia_gpu_exporter */
-int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
-/* Prometheus query_range JSON: the whole file is read (it is bounded by
- * TM_MAX_INPUT_BYTES), its points are kept until tl_qrange_flush(), which
- * merges the series of every query_range file by GPU and time and pushes
- * them. The tl_src of every query_range file stays valid (and is the one
- * to charge rows and samples to) until tl_qrange_flush() returns. */
-int tl_read_qrange(tl_src *src, const char *text, size_t len);
-int tl_qrange_flush(tl_sink *k, tm_error *err);
-
-/* Shared by the CSV and Prometheus readers. */
+/* Parses [-]digits[.digits] at p (before e) exactly as strtod would
+ * (mantissa below 2^53 and at most 22 fraction digits: one correctly
+ * rounded division), else through strtod. Returns the end, or NULL when
+ * there is no number. */
+const char *tl_parse_num(const char *p, const char *e, double *out);
+extern const double tl_pow10[23];   /* 1e0 .. 1e22, exact */
 /* Parses a time: "2026/11/21 12:15:28.037", ISO 8601 with optional
  * fraction and zone ("2025-09-24T03:17:04.490Z", "... +02:00"), or
  * seconds since 1970. Returns false when it is none of these. */
 bool tl_parse_time(const char *s, size_t n, double *t);
+/* t as "2026-01-01T00:00:00.000Z" (UTC, to the millisecond). */
+void tl_iso_time(char *buf, size_t cap, double t);
 
 #endif

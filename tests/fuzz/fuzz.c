@@ -110,8 +110,7 @@ void fuzz_telemetry(const char *kind, const uint8_t *data, size_t size)
 		tl_lines_close(&L);
 	}
 	if (rc) {
-		tl_qrange_flush(NULL, NULL);
-		fuzz_rejected(kind, rc, &err);
+		fuzz_rejected(kind, rc, &err);   /* pending points go with k */
 	} else {
 		sb_init(&out);
 		rc = tl_sink_finish(k, &out, &n, &err);
