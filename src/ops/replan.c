@@ -89,16 +89,16 @@ static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
 	return 0;
 }
 
-static const prev *sort_prev;
-
-static int cmp_prev_gpu(const void *a, const void *b)
+/* Ranks of the previous plan (ctx) by host, GPU index, then rank. */
+static int cmp_prev_gpu(const void *a, const void *b, void *ctx)
 {
+	const prev *P = ctx;
 	int x = *(const int *)a, y = *(const int *)b;
-	int c = strcmp(sort_prev->d.r[x].host, sort_prev->d.r[y].host);
+	int c = strcmp(P->d.r[x].host, P->d.r[y].host);
 	if (c)
 		return c;
-	if (sort_prev->d.r[x].gpu != sort_prev->d.r[y].gpu)
-		return sort_prev->d.r[x].gpu < sort_prev->d.r[y].gpu ? -1 : 1;
+	if (P->d.r[x].gpu != P->d.r[y].gpu)
+		return P->d.r[x].gpu < P->d.r[y].gpu ? -1 : 1;
 	return x - y;
 }
 
@@ -109,8 +109,7 @@ static int prev_shared_gpu(const prev *P, tm_error *err)
 	int *o = xmalloc(sizeof(int) * (size_t)P->d.n), rc = 0;
 	for (int r = 0; r < P->d.n; r++)
 		o[r] = r;
-	sort_prev = P;
-	qsort(o, (size_t)P->d.n, sizeof(int), cmp_prev_gpu);
+	tm_sort(o, (size_t)P->d.n, sizeof(int), cmp_prev_gpu, (void *)P);
 	for (int i = 1; i < P->d.n && !rc; i++) {
 		const tm_plan_rank *a = &P->d.r[o[i]], *b = &P->d.r[o[i - 1]];
 		if (!strcmp(a->host, b->host) && a->gpu == b->gpu)
@@ -122,12 +121,12 @@ static int prev_shared_gpu(const prev *P, tm_error *err)
 	return rc;
 }
 
-static const tm_cluster *sort_cluster;
-
-static int cmp_host_name(const void *a, const void *b)
+/* Hosts of the cluster (ctx) by name. */
+static int cmp_host_name(const void *a, const void *b, void *ctx)
 {
-	return strcmp(sort_cluster->nodes[*(const int *)a].host,
-	              sort_cluster->nodes[*(const int *)b].host);
+	const tm_cluster *c = ctx;
+	return strcmp(c->nodes[*(const int *)a].host,
+	              c->nodes[*(const int *)b].host);
 }
 
 /* The cluster's hosts in name order, for find_host. */
@@ -136,8 +135,7 @@ static int *hosts_by_name(const tm_cluster *c)
 	int *o = xmalloc(sizeof(int) * (size_t)(c->nnodes ? c->nnodes : 1));
 	for (int h = 0; h < c->nnodes; h++)
 		o[h] = h;
-	sort_cluster = c;
-	qsort(o, (size_t)c->nnodes, sizeof(int), cmp_host_name);
+	tm_sort(o, (size_t)c->nnodes, sizeof(int), cmp_host_name, (void *)c);
 	return o;
 }
 
