@@ -1,7 +1,8 @@
 /*
  * ops.h — the library half of each command: the plan directory and its
  * reasons (plan.c), replan, check, diff, compare and its picture (svg.c),
- * calibrate.
+ * calibrate; the registry of their report formats (output.c, enum
+ * tm_format in thermap.h).
  *
  * Layer: above solve, model, telemetry, topo, format and base.
  */
