@@ -54,9 +54,15 @@ int tm_windows_read(const tm_cluster *c, const tm_tele_input *in, int nin,
 void tm_windows_clear(tm_windows *W);
 
 /* ---- diff.c: `thermap diff OLD_DIR NEW_DIR` ------------------------------ */
-/* Compares the placements of two plan directories. fmt 0 = text, 1 = json.
- * *out: the report (to be freed). Errors: TM_EINPUT (4) for an unreadable,
+/* Compares the placements of two plan directories. fmt: an enum tm_format
+ * of TM_FORMATS_DIFF (text or json; TM_EUSAGE for another). *out: the
+ * report (to be freed). Errors: TM_EINPUT (4) for an unreadable,
  * malformed or mismatched plan, with one line naming the file and place. */
+int tm_diff_plans(const char *old_dir, const char *new_dir, int fmt,
+                  char **out, tm_error *err);
+/* The same with the command line's former numbering, fmt 0 = text and
+ * 1 = json, until it looks --format up in the registry (tm_format_lookup
+ * with TM_FORMATS_DIFF) and calls tm_diff_plans. */
 int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
                  char **out, tm_error *err);
 
