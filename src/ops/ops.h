@@ -13,7 +13,7 @@
 #include "telemetry/telemetry.h"
 
 /* plan.c: tm_plan_write with more of plan.json: extra (may be NULL)
- * writes members of the top-level object after "predicted"; id (may be
+ * writes members of the top-level object after "decision"; id (may be
  * NULL) gets the plan id. */
 typedef void (*tm_plan_extra)(jw *w, void *ud);
 /* Whether dir may be replaced by a plan (absent, an empty directory, or a

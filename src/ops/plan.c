@@ -242,129 +242,163 @@ static void write_decision(jw *w, const tm_problem *pb,
 	jw_end_obj(w);
 }
 
-static void write_json(const tm_problem *pb, const tm_solution *sol,
-                       const int *flat, const int *base, const char *id,
-                       tm_plan_extra extra, void *ud, strbuf *out)
+/* "format", "id", "policy", "method": what the plan is. */
+static void write_head(jw *w, const tm_problem *pb, const char *id)
+{
+	jw_str(w, "format", "thermap.plan/1");
+	jw_str(w, "id", id);
+	jw_str(w, "policy", pb->pol->name);
+	jw_str(w, "method", tm_method_name(pb->pol->method));
+}
+
+/* "inputs": the hashes of the four documents it was made from. */
+static void write_inputs(jw *w, const tm_problem *pb)
+{
+	jw_obj(w, "inputs", false);
+	jw_str(w, "cluster", pb->c->sha256);
+	jw_str(w, "profile", pb->profile_sha256);
+	jw_str(w, "job", pb->job->sha256);
+	jw_str(w, "policy", pb->pol->sha256);
+	jw_end_obj(w);
+}
+
+/* "solver": how the placement was found and how good it is proven. */
+static void write_solver(jw *w, const tm_problem *pb, const tm_solution *sol)
+{
+	jw_obj(w, "solver", false);
+	jw_str(w, "status", sol->status);
+	if (sol->formulation[0])
+		jw_str(w, "formulation", sol->formulation);
+	jw_num(w, "objective", sol->objective, 4);
+	jw_num(w, "bound", sol->bound, 4);
+	jw_num(w, "gap", sol->gap, 6);
+	jw_null(w, "time_ms");
+	jw_arr(w, "criteria", true);
+	for (int k = 0; k < pb->ncrit; k++)
+		jw_str(w, NULL, tm_crit_name(pb->crit[k]));
+	jw_end_arr(w);
+	jw_num(w, "tolerance", pb->pol->tolerance, 6);
+	jw_num(w, "reference_iteration_ms", sol->t_ref_ms, 4);
+	jw_end_obj(w);
+}
+
+/* "predicted": the model's numbers for the placement and for identity. */
+static void write_predicted(jw *w, const tm_problem *pb,
+                            const tm_solution *sol, const int *flat)
+{
+	double t = sol->ev.iteration_ms, ar = tm_allreduce_ms(pb, flat);
+	jw_obj(w, "predicted", false);
+	jw_num(w, "iteration_ms", t, 4);
+	if (ar > 0)  /* only jobs with gradients and dp > 1 have one */
+		jw_num(w, "allreduce_ms", ar, 4);
+	jw_num(w, "peak_temp_c", sol->ev.peak_temp_c, 2);
+	jw_int(w, "moved_ranks", sol->ev.moves);
+	jw_num(w, "gain_pct", (sol->baseline.iteration_ms - t) /
+	       sol->baseline.iteration_ms * 100, 3);
+	jw_num(w, "peak_temp_drop_c", sol->baseline.peak_temp_c -
+	       sol->ev.peak_temp_c, 2);
+	jw_num(w, "wear", sol->ev.wear, 4);
+	jw_obj(w, "baseline", true);
+	jw_str(w, "policy", "identity");
+	jw_num(w, "iteration_ms", sol->baseline.iteration_ms, 4);
+	jw_num(w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
+	jw_num(w, "wear", sol->baseline.wear, 4);
+	jw_end_obj(w);
+	jw_end_obj(w);
+}
+
+/* "constraints": the policy's, as check verifies them. */
+static void write_constraints(jw *w, const tm_policy *pol)
+{
+	jw_obj(w, "constraints", true);
+	jw_bool(w, "tp_nvlink", pol->tp_nvlink);
+	jw_bool(w, "pp_nvlink", pol->pp_nvlink);
+	jw_num(w, "max_temp_c", pol->max_temp_c, 2);
+	if (pol->max_moves >= 0)
+		jw_int(w, "max_moves", pol->max_moves);
+	else
+		jw_null(w, "max_moves");
+	jw_end_obj(w);
+}
+
+/* "job": the parallel layout the plan is for. */
+static void write_job(jw *w, const tm_problem *pb)
 {
 	const tm_job *j = pb->job;
-	const tm_policy *pol = pb->pol;
-	double t = sol->ev.iteration_ms, ar = tm_allreduce_ms(pb, flat);
-	jw w;
+	jw_obj(w, "job", true);
+	jw_int(w, "world", pb->nranks);
+	jw_int(w, "nnodes", pb->nnodes);
+	jw_int(w, "nproc_per_node", pb->nproc);
+	jw_int(w, "tp", j->size[TM_TP]);
+	jw_int(w, "cp", j->size[TM_CP]);
+	jw_int(w, "ep", j->size[TM_EP]);
+	jw_int(w, "dp", j->size[TM_DP]);
+	jw_int(w, "pp", j->size[TM_PP]);
+	jw_int(w, "vpp", j->vpp);
+	jw_int(w, "microbatches", j->microbatches);
+	jw_end_obj(w);
+}
+
+/* "nodes": each node rank's host and CUDA_VISIBLE_DEVICES. */
+static void write_nodes(jw *w, const tm_problem *pb, const int *flat)
+{
 	strbuf tmp;
-
-	jw_init(&w, out);
-	jw_obj(&w, NULL, false);
-	jw_str(&w, "format", "thermap.plan/1");
-	jw_str(&w, "id", id);
-	jw_str(&w, "policy", pol->name);
-	jw_str(&w, "method", tm_method_name(pol->method));
-	jw_obj(&w, "inputs", false);
-	jw_str(&w, "cluster", pb->c->sha256);
-	jw_str(&w, "profile", pb->profile_sha256);
-	jw_str(&w, "job", j->sha256);
-	jw_str(&w, "policy", pol->sha256);
-	jw_end_obj(&w);
-	jw_obj(&w, "solver", false);
-	jw_str(&w, "status", sol->status);
-	if (sol->formulation[0])
-		jw_str(&w, "formulation", sol->formulation);
-	jw_num(&w, "objective", sol->objective, 4);
-	jw_num(&w, "bound", sol->bound, 4);
-	jw_num(&w, "gap", sol->gap, 6);
-	jw_null(&w, "time_ms");
-	jw_arr(&w, "criteria", true);
-	for (int k = 0; k < pb->ncrit; k++)
-		jw_str(&w, NULL, tm_crit_name(pb->crit[k]));
-	jw_end_arr(&w);
-	jw_num(&w, "tolerance", pol->tolerance, 6);
-	jw_num(&w, "reference_iteration_ms", sol->t_ref_ms, 4);
-	jw_end_obj(&w);
-	jw_obj(&w, "predicted", false);
-	jw_num(&w, "iteration_ms", t, 4);
-	if (ar > 0)  /* only jobs with gradients and dp > 1 have one */
-		jw_num(&w, "allreduce_ms", ar, 4);
-	jw_num(&w, "peak_temp_c", sol->ev.peak_temp_c, 2);
-	jw_int(&w, "moved_ranks", sol->ev.moves);
-	jw_num(&w, "gain_pct", (sol->baseline.iteration_ms - t) /
-	       sol->baseline.iteration_ms * 100, 3);
-	jw_num(&w, "peak_temp_drop_c", sol->baseline.peak_temp_c -
-	       sol->ev.peak_temp_c, 2);
-	jw_num(&w, "wear", sol->ev.wear, 4);
-	jw_obj(&w, "baseline", true);
-	jw_str(&w, "policy", "identity");
-	jw_num(&w, "iteration_ms", sol->baseline.iteration_ms, 4);
-	jw_num(&w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
-	jw_num(&w, "wear", sol->baseline.wear, 4);
-	jw_end_obj(&w);
-	jw_end_obj(&w);
-	write_decision(&w, pb, sol);
-	if (extra)
-		extra(&w, ud);
-	jw_obj(&w, "constraints", true);
-	jw_bool(&w, "tp_nvlink", pol->tp_nvlink);
-	jw_bool(&w, "pp_nvlink", pol->pp_nvlink);
-	jw_num(&w, "max_temp_c", pol->max_temp_c, 2);
-	if (pol->max_moves >= 0)
-		jw_int(&w, "max_moves", pol->max_moves);
-	else
-		jw_null(&w, "max_moves");
-	jw_end_obj(&w);
-	jw_obj(&w, "job", true);
-	jw_int(&w, "world", pb->nranks);
-	jw_int(&w, "nnodes", pb->nnodes);
-	jw_int(&w, "nproc_per_node", pb->nproc);
-	jw_int(&w, "tp", j->size[TM_TP]);
-	jw_int(&w, "cp", j->size[TM_CP]);
-	jw_int(&w, "ep", j->size[TM_EP]);
-	jw_int(&w, "dp", j->size[TM_DP]);
-	jw_int(&w, "pp", j->size[TM_PP]);
-	jw_int(&w, "vpp", j->vpp);
-	jw_int(&w, "microbatches", j->microbatches);
-	jw_end_obj(&w);
-	if (j->relayered)
-		write_layers(&w, j);
-
-	jw_arr(&w, "nodes", false);
 	sb_init(&tmp);
+	jw_arr(w, "nodes", false);
 	for (int n = 0; n < pb->nnodes; n++) {
 		int h = pb->gpu_host[flat[n * pb->nproc]];
 		tmp.len = 0;
 		tmp.s[0] = '\0';
 		visible_devices(pb, flat, n, &tmp);
-		jw_obj(&w, NULL, true);
-		jw_str(&w, "host", pb->c->nodes[h].host);
-		jw_int(&w, "node_rank", n);
-		jw_str(&w, "cuda_visible_devices", tmp.s);
-		jw_end_obj(&w);
+		jw_obj(w, NULL, true);
+		jw_str(w, "host", pb->c->nodes[h].host);
+		jw_int(w, "node_rank", n);
+		jw_str(w, "cuda_visible_devices", tmp.s);
+		jw_end_obj(w);
 	}
-	jw_end_arr(&w);
+	jw_end_arr(w);
+	sb_free(&tmp);
+}
 
-	jw_arr(&w, "ranks", false);
+/* "ranks": every rank's GPU, coordinates and predictions at time t. */
+static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
+                        double t)
+{
+	jw_arr(w, "ranks", false);
 	for (int r = 0; r < pb->nranks; r++) {
 		int g = flat[r];
 		const tm_gpu *gpu = gpu_of(pb, g);
-		jw_obj(&w, NULL, true);
-		jw_int(&w, "rank", r);
-		jw_str(&w, "host", pb->c->nodes[pb->gpu_host[g]].host);
-		jw_int(&w, "node_rank", r / pb->nproc);
-		jw_int(&w, "local_rank", r % pb->nproc);
-		jw_int(&w, "gpu_index", gpu->index);
-		jw_str(&w, "uuid", gpu->uuid);
-		jw_int(&w, "tp", pb->coord[r][TM_TP]);
-		jw_int(&w, "cp", pb->coord[r][TM_CP]);
-		jw_int(&w, "ep", pb->coord[r][TM_EP]);
-		jw_int(&w, "dp", pb->coord[r][TM_DP]);
-		jw_int(&w, "pp", pb->coord[r][TM_PP]);
-		jw_num(&w, "busy", tm_rank_busy(pb, r, g, t), 3);
-		jw_num(&w, "power_w", tm_rank_power(pb, r, g, t), 1);
-		jw_num(&w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
-		jw_num(&w, "temp_sd_c", tm_temp_sd(pb, g, tm_rank_busy(pb, r, g,
+		jw_obj(w, NULL, true);
+		jw_int(w, "rank", r);
+		jw_str(w, "host", pb->c->nodes[pb->gpu_host[g]].host);
+		jw_int(w, "node_rank", r / pb->nproc);
+		jw_int(w, "local_rank", r % pb->nproc);
+		jw_int(w, "gpu_index", gpu->index);
+		jw_str(w, "uuid", gpu->uuid);
+		jw_int(w, "tp", pb->coord[r][TM_TP]);
+		jw_int(w, "cp", pb->coord[r][TM_CP]);
+		jw_int(w, "ep", pb->coord[r][TM_EP]);
+		jw_int(w, "dp", pb->coord[r][TM_DP]);
+		jw_int(w, "pp", pb->coord[r][TM_PP]);
+		jw_num(w, "busy", tm_rank_busy(pb, r, g, t), 3);
+		jw_num(w, "power_w", tm_rank_power(pb, r, g, t), 1);
+		jw_num(w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
+		jw_num(w, "temp_sd_c", tm_temp_sd(pb, g, tm_rank_busy(pb, r, g,
 		       t)), 2);
-		jw_end_obj(&w);
+		jw_end_obj(w);
 	}
-	jw_end_arr(&w);
+	jw_end_arr(w);
+}
 
-	jw_arr(&w, "stages", false);
+/* "stages": per pipeline rank its layers, time, GPUs, temperature and
+ * why (tm_why_stage), against the identity placement base. */
+static void write_stages(jw *w, const tm_problem *pb, const int *flat,
+                         const int *base, double t)
+{
+	const tm_job *j = pb->job;
+	strbuf tmp;
+	sb_init(&tmp);
+	jw_arr(w, "stages", false);
 	for (int s = 0; s < pb->npp; s++) {
 		int layers = 0;
 		double time = 0, temp = -INFINITY;
@@ -373,43 +407,78 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 			         layers + j->stages[c].layers;
 		for (int d = 0; d < pb->nrep; d++)
 			time = fmax(time, tm_inst_ms(pb, flat, d, s));
-		jw_obj(&w, NULL, false);
-		jw_int(&w, "stage", s);
+		jw_obj(w, NULL, false);
+		jw_int(w, "stage", s);
 		if (layers >= 0)
-			jw_int(&w, "layers", layers);
+			jw_int(w, "layers", layers);
 		else
-			jw_null(&w, "layers");
-		jw_num(&w, "time_ms", time, 4);
-		jw_arr(&w, "uuids", true);
+			jw_null(w, "layers");
+		jw_num(w, "time_ms", time, 4);
+		jw_arr(w, "uuids", true);
 		for (int r = 0; r < pb->nranks; r++)
 			if (pb->rank_stage[r] == s)
-				jw_str(&w, NULL, gpu_of(pb, flat[r])->uuid);
-		jw_end_arr(&w);
-		jw_arr(&w, "gpus", true);
+				jw_str(w, NULL, gpu_of(pb, flat[r])->uuid);
+		jw_end_arr(w);
+		jw_arr(w, "gpus", true);
 		for (int r = 0; r < pb->nranks; r++)
 			if (pb->rank_stage[r] == s) {
 				char buf[300];
 				snprintf(buf, sizeof buf, "%s:%d",
 				         pb->c->nodes[pb->gpu_host[flat[r]]].host,
 				         gpu_of(pb, flat[r])->index);
-				jw_str(&w, NULL, buf);
+				jw_str(w, NULL, buf);
 				temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
 			}
-		jw_end_arr(&w);
-		jw_num(&w, "predicted_temp_c", temp, 2);
+		jw_end_arr(w);
+		jw_num(w, "predicted_temp_c", temp, 2);
 		tmp.len = 0;
 		tmp.s[0] = '\0';
 		tm_why_stage(pb, flat, base, t, s, &tmp);
-		jw_str(&w, "why", tmp.s);
-		jw_end_obj(&w);
+		jw_str(w, "why", tmp.s);
+		jw_end_obj(w);
 	}
-	jw_end_arr(&w);
-	jw_arr(&w, "notes", false);
-	for (int i = 0; i < pb->nnotes; i++)
-		jw_str(&w, NULL, pb->notes[i]);
-	jw_end_arr(&w);
-	jw_end_obj(&w);
+	jw_end_arr(w);
 	sb_free(&tmp);
+}
+
+/* "notes": what the problem's builder assumed. */
+static void write_notes(jw *w, const tm_problem *pb)
+{
+	jw_arr(w, "notes", false);
+	for (int i = 0; i < pb->nnotes; i++)
+		jw_str(w, NULL, pb->notes[i]);
+	jw_end_arr(w);
+}
+
+/* plan.json, one writer per section, in the order the file has them;
+ * extra (may be NULL) adds members after "decision". A new field goes
+ * into its section's writer (and check's and planread's readers, which
+ * read plan.json on their own). */
+static void write_json(const tm_problem *pb, const tm_solution *sol,
+                       const int *flat, const int *base, const char *id,
+                       tm_plan_extra extra, void *ud, strbuf *out)
+{
+	double t = sol->ev.iteration_ms;
+	jw w;
+
+	jw_init(&w, out);
+	jw_obj(&w, NULL, false);
+	write_head(&w, pb, id);
+	write_inputs(&w, pb);
+	write_solver(&w, pb, sol);
+	write_predicted(&w, pb, sol, flat);
+	write_decision(&w, pb, sol);
+	if (extra)
+		extra(&w, ud);
+	write_constraints(&w, pb->pol);
+	write_job(&w, pb);
+	if (pb->job->relayered)
+		write_layers(&w, pb->job);
+	write_nodes(&w, pb, flat);
+	write_ranks(&w, pb, flat, t);
+	write_stages(&w, pb, flat, base, t);
+	write_notes(&w, pb);
+	jw_end_obj(&w);
 }
 
 static void write_env(const tm_problem *pb, const int *flat, int n,
