@@ -6,11 +6,17 @@
  * can express (which host gets each node rank, which GPU each local rank),
  * evaluates placements with the iteration-time and temperature model of
  * docs/model.md, solves the problem (identity, greedy, exact ILP through
- * GLPK, brute force), writes plan directories and checks them.
+ * GLPK, brute force), writes plan directories and checks them; it also
+ * does the work of the other commands: topology reports to a cluster
+ * (tm_topo_build), telemetry to a profile (tm_profile_from_telemetry),
+ * replan, compare (on a profile or over a recording) and their reports in
+ * the formats of enum tm_format.
  *
- * It does not read telemetry or topology reports (see the topo and profile
- * commands), and it never prints or exits: every function returns an exit
- * code of enum tm_status and fills a tm_error with one line of text.
+ * It never prints or exits (but for running out of memory: one line on
+ * stderr, then abort): every function returns an exit code of enum
+ * tm_status and fills a tm_error with one line of text; warnings go to
+ * the tm_set_warn callback, and reports come back as text for the caller
+ * to print.
  *
  * Ownership: a function named *_load or *_new returns a new object that the
  * caller frees with the matching *_free; *_free(NULL) does nothing. Pointers

@@ -358,16 +358,17 @@ static void hand_solution(const tm_problem *pb, const int *flat,
 /* Keep, or the least change. *keep_ok: the previous placement ref can
  * stay as it is (least is ref then); else why says why not, least gets
  * the fewest moves that make it valid, and *pl and lsol the problem
- * (moves first) and the solution to write it with. nl: ranks whose GPU
+ * (moves first, under the policy *lc, which *pl borrows: the caller's,
+ * to outlive it) and the solution to write it with. nl: ranks whose GPU
  * is gone. */
 static int least_change(const tm_cluster *c, const tm_profile *p,
                         const tm_job *j, const tm_policy *pol,
                         bool allow_unprofiled, tm_problem *pb,
                         const int *ref, char **lost, int nl, int *least,
                         bool *keep_ok, char *why, size_t whylen,
-                        tm_problem **pl, tm_solution *lsol, tm_error *err)
+                        tm_policy *lc, tm_problem **pl, tm_solution *lsol,
+                        tm_error *err)
 {
-	tm_policy lc;
 	bool fixed;
 	int rc;
 
@@ -386,15 +387,15 @@ static int least_change(const tm_cluster *c, const tm_profile *p,
 	}
 	fixed = repair(pb, least);
 	/* the fewest moves, exactly, where the direct program applies */
-	lc = *pol;
-	lc.method = TM_METHOD_ILP;
-	lc.move_cost_ms = 0;
-	lc.ncrit = 0;
-	lc.crit[lc.ncrit++] = TM_CRIT_MOVES;
+	*lc = *pol;
+	lc->method = TM_METHOD_ILP;
+	lc->move_cost_ms = 0;
+	lc->ncrit = 0;
+	lc->crit[lc->ncrit++] = TM_CRIT_MOVES;
 	for (int k = 0; k < pol->ncrit; k++)
 		if (pol->crit[k] != TM_CRIT_MOVES)
-			lc.crit[lc.ncrit++] = pol->crit[k];
-	if ((rc = tm_problem_open(c, p, j, &lc, allow_unprofiled, true, pl,
+			lc->crit[lc->ncrit++] = pol->crit[k];
+	if ((rc = tm_problem_open(c, p, j, lc, allow_unprofiled, true, pl,
 	                          err)))
 		return rc;
 	tm_problem_set_reference(*pl, ref, 0, fixed ? least : NULL);
@@ -848,6 +849,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	tm_job *jr = NULL;
 	const tm_job *j;
 	tm_problem *pb = NULL, *pl = NULL;
+	tm_policy lc;             /* the least change's policy: pl's */
 	tm_solution sol, lsol;
 	int *ref = NULL, *least = NULL, *best = NULL, rc, nl = 0;
 	char **lost = NULL, why[512] = "", id[17] = "";
@@ -886,8 +888,8 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	/* the candidates: keep (or the least change), and the policy's best,
 	 * which weighs the least change as a candidate of its own */
 	if ((rc = least_change(c, p, j, pol, allow_unprofiled, pb, ref, lost,
-	                       nl, least, &R.C.keep_ok, why, sizeof why, &pl,
-	                       &lsol, err)))
+	                       nl, least, &R.C.keep_ok, why, sizeof why, &lc,
+	                       &pl, &lsol, err)))
 		goto out;
 	tm_eval_flat(pb, least, 0, &R.C.from);
 	R.must = R.C.keep_ok ? 0 : R.C.from.moves;
