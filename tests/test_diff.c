@@ -16,7 +16,9 @@
  *  - every broken input (missing directory or file, truncated JSON, wrong
  *    types, other world size or layout, hostile values anywhere in a rank
  *    or the replan section) is TM_EINPUT with one line naming the file,
- *    never a crash; two calls give the same bytes.
+ *    never a crash; two calls give the same bytes;
+ *  - tm_diff_plans takes the registry's formats (enum tm_format) and
+ *    refuses those diff does not offer.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -671,6 +673,33 @@ static void test_deterministic(void **state)
 	}
 }
 
+/* The registry's numbers give the same reports as the former 0 and 1;
+ * a format diff does not offer is a usage error, with nothing read. */
+static void test_formats(void **state)
+{
+	static const int fmts[] = { TM_FORMAT_TEXT, TM_FORMAT_JSON };
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		tm_error err = { 0, "" };
+		char *a = diff_ok(ID, TH, k), *b = NULL;
+		assert_int_equal(tm_diff_plans(ID, TH, fmts[k], &b, &err), 0);
+		assert_string_equal(a, b);
+		free(a);
+		free(b);
+	}
+	for (int f = -1; f <= TM_NFORMATS; f++) {
+		tm_error err = { 0, "" };
+		char *out = (char *)1;
+		if (tm_format_lookup(tm_format_name(f) ? tm_format_name(f) : "",
+		                     TM_FORMATS_DIFF) == f)
+			continue;
+		assert_int_equal(tm_diff_plans(ID, "/nonexistent", f, &out, &err),
+		                 TM_EUSAGE);
+		assert_null(out);
+		assert_non_null(strstr(err.msg, "unknown output format"));
+	}
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -708,6 +737,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_formats),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

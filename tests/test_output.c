@@ -7,7 +7,8 @@
  * changing nothing; tm_fail, tm_vfail_at and tm_warn giving one line of
  * valid UTF-8 without control characters; jw_escape giving valid UTF-8
  * JSON that jansson reads back as the same text (or U+FFFD per bad byte);
- * and the SVG picture's text. Random byte strings hold all of it.
+ * and the SVG picture's text. Random byte strings hold all of it. And the
+ * registry of report formats (enum tm_format) and its names.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -504,6 +505,49 @@ static void test_svg_text(void **state)
 	sb_free(&b);
 }
 
+/* The registry of report formats: each name found in the sets that offer
+ * it and nowhere else, the numbers compare has always used, and the lists
+ * the command line's messages and usage lines are made of. */
+static void test_formats(void **state)
+{
+	static const char *const names[] = { "text", "markdown", "csv",
+	                                     "json" };
+	char buf[64];
+	(void)state;
+	for (int f = 0; f < TM_NFORMATS; f++) {
+		bool two = f == TM_FORMAT_TEXT || f == TM_FORMAT_JSON;
+		assert_string_equal(tm_format_name(f), names[f]);
+		assert_int_equal(tm_format_lookup(names[f], TM_FORMATS_COMPARE), f);
+		assert_int_equal(tm_compare_format(names[f]), f);
+		assert_int_equal(tm_format_lookup(names[f], TM_FORMATS_DIFF),
+		                 two ? f : -1);
+		assert_int_equal(tm_format_lookup(names[f], TM_FORMATS_CHECK),
+		                 two ? f : -1);
+		assert_int_equal(tm_format_lookup(names[f], 0), -1);
+	}
+	assert_int_equal(TM_FORMAT_TEXT, 0);
+	assert_int_equal(TM_FORMAT_JSON, 3);
+	assert_null(tm_format_name(-1));
+	assert_null(tm_format_name(TM_NFORMATS));
+	assert_int_equal(tm_format_lookup("JSON", TM_FORMATS_COMPARE), -1);
+	assert_int_equal(tm_format_lookup("", TM_FORMATS_COMPARE), -1);
+	assert_int_equal(tm_format_lookup(NULL, TM_FORMATS_COMPARE), -1);
+	assert_int_equal(tm_compare_format("tsv"), -1);
+	tm_format_list(TM_FORMATS_COMPARE, ", ", " or ", buf, sizeof buf);
+	assert_string_equal(buf, "text, markdown, csv or json");
+	tm_format_list(TM_FORMATS_DIFF, ", ", " or ", buf, sizeof buf);
+	assert_string_equal(buf, "text or json");
+	tm_format_list(TM_FORMATS_COMPARE, "|", "|", buf, sizeof buf);
+	assert_string_equal(buf, "text|markdown|csv|json");
+	tm_format_list(TM_FORMAT_BIT(TM_FORMAT_CSV), ", ", " or ", buf,
+	               sizeof buf);
+	assert_string_equal(buf, "csv");
+	tm_format_list(0, ", ", " or ", buf, sizeof buf);
+	assert_string_equal(buf, "");
+	tm_format_list(TM_FORMATS_COMPARE, ", ", " or ", buf, 10);
+	assert_string_equal(buf, "text, mar");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -517,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_json_random),
 		cmocka_unit_test(test_json_writer),
 		cmocka_unit_test(test_svg_text),
+		cmocka_unit_test(test_formats),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,11 +6,17 @@
  * can express (which host gets each node rank, which GPU each local rank),
  * evaluates placements with the iteration-time and temperature model of
  * docs/model.md, solves the problem (identity, greedy, exact ILP through
- * GLPK, brute force), writes plan directories and checks them.
+ * GLPK, brute force), writes plan directories and checks them; it also
+ * does the work of the other commands: topology reports to a cluster
+ * (tm_topo_build), telemetry to a profile (tm_profile_from_telemetry),
+ * replan, compare (on a profile or over a recording) and their reports in
+ * the formats of enum tm_format.
  *
- * It does not read telemetry or topology reports (see the topo and profile
- * commands), and it never prints or exits: every function returns an exit
- * code of enum tm_status and fills a tm_error with one line of text.
+ * It never prints or exits (but for running out of memory: one line on
+ * stderr, then abort): every function returns an exit code of enum
+ * tm_status and fills a tm_error with one line of text; warnings go to
+ * the tm_set_warn callback, and reports come back as text for the caller
+ * to print.
  *
  * Ownership: a function named *_load or *_new returns a new object that the
  * caller frees with the matching *_free; *_free(NULL) does nothing. Pointers
@@ -469,14 +475,48 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j,
               const char *out_dir, tm_replan_result *res, tm_error *err);
 void tm_replan_result_free(tm_replan_result *r);
 
+/* ---- output formats of the commands' reports ---------------------------- */
+
+/* The one registry of report formats: compare renders all four, diff and
+ * check text and json. The numbers are the ones tm_compare_format has
+ * always returned. */
+enum tm_format {
+	TM_FORMAT_TEXT,      /* for people: aligned columns, notes (default) */
+	TM_FORMAT_MARKDOWN,  /* a markdown table and a list of notes */
+	TM_FORMAT_CSV,       /* a header line and one line per row */
+	TM_FORMAT_JSON,      /* one JSON document (docs/formats.md) */
+	TM_NFORMATS
+};
+/* The formats each command offers, as sets of TM_FORMAT_BIT(enum
+ * tm_format). */
+#define TM_FORMAT_BIT(f) (1u << (f))
+#define TM_FORMATS_COMPARE (TM_FORMAT_BIT(TM_FORMAT_TEXT) | \
+	TM_FORMAT_BIT(TM_FORMAT_MARKDOWN) | TM_FORMAT_BIT(TM_FORMAT_CSV) | \
+	TM_FORMAT_BIT(TM_FORMAT_JSON))
+#define TM_FORMATS_DIFF (TM_FORMAT_BIT(TM_FORMAT_TEXT) | \
+	TM_FORMAT_BIT(TM_FORMAT_JSON))
+#define TM_FORMATS_CHECK TM_FORMATS_DIFF
+/* The format called name ("text", "markdown", "csv", "json") when it is
+ * in the set accepted; -1 for another name or one not in the set. */
+int tm_format_lookup(const char *name, unsigned accepted);
+/* fmt's name, or NULL for a number that is no enum tm_format. */
+const char *tm_format_name(int fmt);
+/* The names in accepted, in enum order, into buf (cut short to len):
+ * sep between them and last before the last one, as in "text, markdown,
+ * csv or json" (sep ", ", last " or ") or "text|json" (both "|"). */
+void tm_format_list(unsigned accepted, const char *sep, const char *last,
+                    char *buf, size_t len);
+
 /* `thermap compare` (docs/compare.md): each policy run and its placement
  * simulated with thermal feedback, against the identity placement of the
- * job as given. fmt from tm_compare_format ("text", "markdown", "csv",
- * "json"; -1 for another name); svg (may be NULL) gets the placements as a
- * picture, coloured on the scale svg_scale gives ({lo, hi} °C; NULL: the
- * fixed 30 to 90 °C; NANs: the pictured GPUs' range). *out: the table,
- * to be freed. A policy that cannot place gets
- * a row that says why; only inputs the comparison cannot start from fail. */
+ * job as given. fmt: an enum tm_format of TM_FORMATS_COMPARE; svg (may be
+ * NULL) gets the placements as a picture, coloured on the scale svg_scale
+ * gives ({lo, hi} °C; NULL: the fixed 30 to 90 °C; NANs: the pictured
+ * GPUs' range). *out: the table, to be freed. A policy that cannot place
+ * gets a row that says why; only inputs the comparison cannot start from
+ * fail. tm_compare_format(name) is tm_format_lookup(name,
+ * TM_FORMATS_COMPARE): the enum for "text", "markdown", "csv", "json", -1
+ * for another name. */
 int tm_compare_format(const char *name);
 int tm_compare(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                tm_policy *const *pols, int npol, bool allow_unprofiled,

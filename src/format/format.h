@@ -1,9 +1,9 @@
 /*
  * format.h — the documents of docs/formats.md read as untrusted input:
  * the JSON edge (jsonin.c: validated fields, JSON paths in messages),
- * the cluster, profile, job, policy and plan.json loaders, the profile
- * writer and a profile filled from a baseline, and Megatron's layout
- * strings (layout.c).
+ * the cluster, profile, job, policy and plan.json loaders (planread.c,
+ * and plancheck.c apart for check), the profile writer and a profile
+ * filled from a baseline, and Megatron's layout strings (layout.c).
  *
  * Layer: above base. Only this folder (and the query_range reader of
  * telemetry/) includes <jansson.h>; this header names jansson's json_t
@@ -124,6 +124,96 @@ int tm_plan_doc_chunks(const tm_plan_doc *P, int **chunks, int *n,
 /* Whether len bytes of text are a JSON object whose "format" is
  * thermap.plan/N: what may be replaced as a plan (no message). */
 bool tm_plan_text_is_plan(const char *text, size_t len);
+
+
+/* ---- plancheck.c: plan.json as `thermap check` reads it ----------------
+ * Apart from planread.c on purpose: check shares no reading code with the
+ * commands that start from a plan. Each value as the file has it, with
+ * what a reader of JSON says of one absent or of another type (below), so
+ * that check alone decides what is wrong, in its order and words. Every
+ * string is a copy (NULL: absent or not a string); a count is -1 for what
+ * is not an array. */
+
+/* One entry of "ranks"; an integer that is not one reads 0. */
+typedef struct tm_pc_rank {
+	long long rank;          /* "rank" */
+	char *host;
+	char *uuid;
+	bool gpu_index_ok;       /* "gpu_index" is an integer */
+	long long gpu_index;
+	long long node_rank, local_rank;
+	long long coord[TM_NDIM];/* "tp", "cp", "ep", "dp", "pp" */
+} tm_pc_rank;
+
+typedef struct tm_pc_inputs {
+	bool present;            /* "inputs" is an object */
+	char *cluster, *job;     /* inputs.cluster, inputs.job (hashes) */
+} tm_pc_inputs;
+
+typedef struct tm_pc_constraints {
+	bool present;            /* "constraints" is an object */
+	bool tp_nvlink, pp_nvlink;  /* true, not merely present */
+	bool max_moves_ok;       /* max_moves is an integer */
+	long long max_moves;     /* its value, else 0 */
+	double max_temp_c;       /* °C; NAN when not a number */
+} tm_pc_constraints;
+
+typedef struct tm_pc_layers {
+	bool present;            /* "layers" is there (of any type) */
+	long n;                  /* layers.chunks entries, -1 */
+	long long *chunks;       /* each; -1 for one that is no integer */
+	char *layout;            /* pipeline_model_parallel_layout */
+} tm_pc_layers;
+
+/* "predicted": a number that is not one reads 0. */
+typedef struct tm_pc_predicted {
+	double iteration_ms, peak_temp_c;
+	bool allreduce_present;  /* allreduce_ms is there */
+	bool allreduce_ok;       /* and is a number */
+	double allreduce_ms;
+} tm_pc_predicted;
+
+/* "decision": a number that is not one reads NAN. */
+typedef struct tm_pc_decision {
+	char *verdict;
+	bool ref_breaks;         /* reference_breaks_policy is true */
+	double time_pct, time_sd_pct, peak_c, peak_sd_c;  /* gain.* */
+	double min_time_pct, min_peak_c;                  /* min_gain.* */
+	double exchange_c_per_pct;
+} tm_pc_decision;
+
+/* One entry of replan.moves. */
+typedef struct tm_pc_move {
+	long long rank;          /* -1 when not an integer */
+	char *to;                /* "host:index" */
+} tm_pc_move;
+
+typedef struct tm_pc_replan {
+	bool present;            /* "replan" is there (of any type) */
+	char *previous;          /* the plan id it replaces */
+	long nfrom;              /* replan.from entries, -1 */
+	char **from;             /* each "host:index", NULL when no string */
+	long nmoves;             /* replan.moves entries, -1 */
+	tm_pc_move *moves;
+} tm_pc_replan;
+
+typedef struct tm_plancheck {
+	char *id;
+	tm_pc_inputs inputs;
+	tm_pc_constraints cons;
+	tm_pc_layers layers;
+	long nranks;             /* "ranks" entries, -1 */
+	tm_pc_rank *ranks;
+	tm_pc_predicted pred;
+	tm_pc_decision dec;
+	tm_pc_replan replan;
+} tm_plancheck;
+
+/* Reads file into P: TM_EINPUT (jin_load's message) only when it is not a
+ * JSON thermap.plan, else 0 whatever it holds. Release with
+ * tm_plancheck_clear. */
+int tm_plancheck_load(const char *file, tm_plancheck *P, tm_error *err);
+void tm_plancheck_clear(tm_plancheck *P);
 
 
 /* ---- job.c: the job's "measured" section (docs/formats.md, job) ------- */

@@ -5,13 +5,13 @@
  * CUDA_VISIBLE_DEVICES), decodes each rank's coordinates with its own
  * odometer over the job's order string, and confirms plan.json and the
  * plan's constraints against the cluster. The first violation is reported.
- * It shares no placement code with the planner on purpose.
+ * It shares no placement code with the planner on purpose, and no reading
+ * code with the other readers of plan.json: format/plancheck.c copies the
+ * file's values as they are, and every judgement of them is made here.
  */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 #include "ops/ops.h"
 
@@ -201,28 +201,22 @@ static int check_pp_nvlink(const chk *K)
 /* A plan written by replan: replan.from names each rank's previous GPU
  * ("host:index"); replan.moves must list exactly the ranks off it, to
  * where the env files put them. *moves: how many. */
-static int check_replan(const chk *K, json_t *rp, int *moves)
+static int check_replan(const chk *K, const tm_pc_replan *rp, int *moves)
 {
 	const tm_job *j = K->j;
-	json_t *from = json_object_get(rp, "from");
-	json_t *mv = json_object_get(rp, "moves");
 	char buf[300];
 	int listed = 0, rc = 0, *at;
-	size_t i;
-	json_t *e;
 
 	*moves = 0;
-	if (!json_is_array(from) || (int)json_array_size(from) != j->world ||
-	    !json_is_array(mv))
+	if (rp->nfrom < 0 || (int)rp->nfrom != j->world || rp->nmoves < 0)
 		return tm_fail(K->err, TM_EINPUT, "%s: replan: expected from (one "
 		               "\"host:index\" per rank) and moves", K->pj);
 	/* each rank's entry in moves, found once */
 	at = xmalloc(sizeof(int) * (size_t)j->world);
 	for (int r = 0; r < j->world; r++)
 		at[r] = -1;
-	json_array_foreach(mv, i, e) {
-		json_t *x = json_object_get(e, "rank");
-		json_int_t r = json_is_integer(x) ? json_integer_value(x) : -1;
+	for (long i = 0; i < rp->nmoves; i++) {
+		long long r = rp->moves[i].rank;
 		if (r < 0 || r >= j->world || at[r] >= 0) {
 			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves[%d].rank: "
 			             "expected a rank of the job, listed once", K->pj,
@@ -232,8 +226,9 @@ static int check_replan(const chk *K, json_t *rp, int *moves)
 		at[r] = (int)i;
 	}
 	for (int r = 0; r < j->world && !rc; r++) {
-		const char *f = json_string_value(json_array_get(from, (size_t)r));
+		const char *f = rp->from[r];
 		const tm_node *n = &K->c->nodes[K->host[r]];
+		const tm_pc_move *e;
 		if (!f) {
 			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.from[%d]: "
 			             "expected \"host:index\"", K->pj, r);
@@ -242,19 +237,18 @@ static int check_replan(const chk *K, json_t *rp, int *moves)
 		snprintf(buf, sizeof buf, "%s:%d", n->host, n->gpus[K->gpu[r]].index);
 		if (!strcmp(f, buf))
 			continue;
-		e = at[r] >= 0 ? json_array_get(mv, (size_t)at[r]) : NULL;
+		e = at[r] >= 0 ? &rp->moves[at[r]] : NULL;
 		if (!e)
 			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank %d "
 			             "moves from %s to %s but is not listed", K->pj, r,
 			             f, buf);
-		else if (!json_is_string(json_object_get(e, "to")) ||
-		         strcmp(json_string_value(json_object_get(e, "to")), buf))
+		else if (!e->to || strcmp(e->to, buf))
 			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves: rank %d "
 			             "goes to %s, not where the list says", K->pj, r,
 			             buf);
 		(*moves)++;
 	}
-	listed = (int)json_array_size(mv);
+	listed = (int)rp->nmoves;
 	if (!rc && listed != *moves)
 		rc = tm_fail(K->err, TM_EINPUT, "%s: replan.moves lists %d ranks; "
 		             "%d are off replan.from", K->pj, listed, *moves);
@@ -265,45 +259,39 @@ out:
 
 /* With --previous: the plan replaces that one, and replan.from is its
  * placement. */
-static int check_previous(const chk *K, json_t *rp, const char *prev_dir)
+static int check_previous(const chk *K, const tm_pc_replan *rp,
+                          const char *prev_dir)
 {
 	char pj[4200];
-	json_t *root = NULL, *ranks, *from = json_object_get(rp, "from");
-	const char *id, *want = json_string_value(json_object_get(rp,
-	                                                          "previous"));
+	tm_plancheck Q;
+	const char *want = rp->previous;
+	long nfrom = rp->nfrom < 0 ? 0 : rp->nfrom;
 	int rc;
 
-	if (!rp)
+	if (!rp->present)
 		return tm_fail(K->err, TM_EINPUT, "%s: not a replan (no replan "
 		               "section), so it replaces no previous plan", K->pj);
 	snprintf(pj, sizeof pj, "%s/plan.json", prev_dir);
-	if ((rc = jin_load(pj, "thermap.plan", &root, NULL, K->err)))
+	if ((rc = tm_plancheck_load(pj, &Q, K->err)))
 		return rc;
-	id = json_string_value(json_object_get(root, "id"));
-	ranks = json_object_get(root, "ranks");
-	if (!id || !want || strcmp(id, want))
+	if (!Q.id || !want || strcmp(Q.id, want))
 		rc = tm_fail(K->err, TM_EINPUT, "%s: replan.previous is %s; %s is "
 		             "plan %s", K->pj, want ? want : "missing", pj,
-		             id ? id : "(no id)");
-	else if (!json_is_array(ranks) ||
-	         json_array_size(ranks) != json_array_size(from))
+		             Q.id ? Q.id : "(no id)");
+	else if (Q.nranks < 0 || Q.nranks != nfrom)
 		rc = tm_fail(K->err, TM_EINPUT, "%s: ranks: expected %d entries",
-		             pj, (int)json_array_size(from));
-	for (size_t r = 0; !rc && r < json_array_size(from); r++) {
-		json_t *o = json_array_get(ranks, r);
-		const char *h = json_string_value(json_object_get(o, "host"));
-		json_t *gi = json_object_get(o, "gpu_index");
+		             pj, (int)nfrom);
+	for (long r = 0; !rc && r < nfrom; r++) {
+		const tm_pc_rank *o = &Q.ranks[r];
 		char buf[300];
-		snprintf(buf, sizeof buf, "%s:%lld", h ? h : "?",
-		         (long long)json_integer_value(gi));
-		if (!h || !json_is_integer(gi) ||
-		    strcmp(buf, json_string_value(json_array_get(from, r))))
+		snprintf(buf, sizeof buf, "%s:%lld", o->host ? o->host : "?",
+		         o->gpu_index);
+		if (!o->host || !o->gpu_index_ok || strcmp(buf, rp->from[r]))
 			rc = tm_fail(K->err, TM_EINPUT, "%s: replan.from[%d] is %s; "
 			             "%s puts rank %d on %s", K->pj, (int)r,
-			             json_string_value(json_array_get(from, r)), pj,
-			             (int)r, buf);
+			             rp->from[r], pj, (int)r, buf);
 	}
-	json_decref(root);
+	tm_plancheck_clear(&Q);
 	return rc;
 }
 
@@ -329,15 +317,16 @@ static int check_memory(const chk *K)
  * n on the n-th host with enough GPUs, local rank i on the GPU with the
  * i-th smallest index), or for a replan against replan.from, off which
  * check_replan counted moves ranks. */
-static int check_max_moves(const chk *K, json_t *mm, json_t *rp, int moves)
+static int check_max_moves(const chk *K, long long mm, bool replan,
+                           int moves)
 {
 	const tm_job *j = K->j;
 	int nproc = j->nproc_per_node, n = 0;
-	if (rp) {
-		if (moves > json_integer_value(mm))
+	if (replan) {
+		if (moves > mm)
 			return tm_fail(K->err, TM_EINPUT, "%s: max_moves %lld: %d "
-			               "ranks are off the previous plan", K->dir,
-			               (long long)json_integer_value(mm), moves);
+			               "ranks are off the previous plan", K->dir, mm,
+			               moves);
 		return 0;
 	}
 	moves = 0;
@@ -359,28 +348,21 @@ static int check_max_moves(const chk *K, json_t *mm, json_t *rp, int moves)
 		}
 		n++;
 	}
-	if (moves > json_integer_value(mm))
+	if (moves > mm)
 		return tm_fail(K->err, TM_EINPUT, "%s: max_moves %lld: %d ranks are "
-		               "off the default placement", K->dir,
-		               (long long)json_integer_value(mm), moves);
+		               "off the default placement", K->dir, mm, moves);
 	return 0;
-}
-
-static double jnum(json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-	return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 /* The evidence rule (docs/model.md, section 16), re-derived: a kept
  * placement is torchrun's; a move's gains over it are the model's, and it
  * loses nothing the uncertainty resolves unless the policy's exchange rate
  * takes the trade, and it wins something beyond its uncertainty. */
-static int check_decision(const chk *K, const tm_problem *pb, json_t *dec,
-                          json_t *cons, const int *flat)
+static int check_decision(const chk *K, const tm_problem *pb,
+                          const tm_pc_decision *dec,
+                          const tm_pc_constraints *cons, const int *flat)
 {
-	const char *v = json_string_value(json_object_get(dec, "verdict"));
-	json_t *gj = json_object_get(dec, "gain"), *mg;
+	const char *v = dec->verdict;
 	int *ref;
 	tm_gain g;
 	bool keep, lost, worth, won;
@@ -407,7 +389,7 @@ static int check_decision(const chk *K, const tm_problem *pb, json_t *dec,
 		return rc;
 	}
 	tm_gain_of(pb, ref, flat, &g);
-	if (json_is_true(json_object_get(dec, "reference_breaks_policy"))) {
+	if (dec->ref_breaks) {
 		/* then no gain is needed: torchrun's placement must break the
 		 * constraints the plan states */
 		tm_policy pol = *pb->pol;
@@ -415,9 +397,9 @@ static int check_decision(const chk *K, const tm_problem *pb, json_t *dec,
 		tm_eval e;
 		char why[256];
 		tm_error e2 = { 0, "" };
-		pol.tp_nvlink = json_is_true(json_object_get(cons, "tp_nvlink"));
-		pol.pp_nvlink = json_is_true(json_object_get(cons, "pp_nvlink"));
-		pol.max_temp_c = jnum(cons, "max_temp_c");
+		pol.tp_nvlink = cons->tp_nvlink;
+		pol.pp_nvlink = cons->pp_nvlink;
+		pol.max_temp_c = cons->max_temp_c;
 		if (tm_problem_clone(pb, &pol, &p2, &e2) == 0 &&
 		    tm_constraints_ok(p2, ref, tm_eval_flat(p2, ref, 0, &e), why,
 		                      sizeof why))
@@ -428,22 +410,21 @@ static int check_decision(const chk *K, const tm_problem *pb, json_t *dec,
 		free(ref);
 		return rc;
 	}
-	if (!(fabs(jnum(gj, "time_pct") - g.time_pct) <= 2e-3) ||
-	    !(fabs(jnum(gj, "peak_c") - g.peak_c) <= 0.011) ||
-	    !(fabs(jnum(gj, "time_sd_pct") - g.time_sd) <= 2e-3) ||
-	    !(fabs(jnum(gj, "peak_sd_c") - g.peak_sd) <= 0.011)) {
+	if (!(fabs(dec->time_pct - g.time_pct) <= 2e-3) ||
+	    !(fabs(dec->peak_c - g.peak_c) <= 0.011) ||
+	    !(fabs(dec->time_sd_pct - g.time_sd) <= 2e-3) ||
+	    !(fabs(dec->peak_sd_c - g.peak_sd) <= 0.011)) {
 		free(ref);
 		return tm_fail(K->err, TM_EINPUT, "%s: decision.gain is %.3f ± "
 		               "%.3f %% and %.2f ± %.2f °C; the model gives %.3f ± "
 		               "%.3f %% and %.2f ± %.2f °C over torchrun's placement",
-		               K->pj, jnum(gj, "time_pct"), jnum(gj, "time_sd_pct"),
-		               jnum(gj, "peak_c"), jnum(gj, "peak_sd_c"),
-		               g.time_pct, g.time_sd, g.peak_c, g.peak_sd);
+		               K->pj, dec->time_pct, dec->time_sd_pct, dec->peak_c,
+		               dec->peak_sd_c, g.time_pct, g.time_sd, g.peak_c,
+		               g.peak_sd);
 	}
-	rate = jnum(dec, "exchange_c_per_pct");
-	mg = json_object_get(dec, "min_gain");
-	mt = jnum(mg, "time_pct");
-	mp = jnum(mg, "peak_c");
+	rate = dec->exchange_c_per_pct;
+	mt = dec->min_time_pct;
+	mp = dec->min_peak_c;
 	lost = tm_gain_lost(&g);
 	worth = lost && tm_gain_worth(&g, rate);
 	won = (g.time_pct > g.time_sd && !(g.time_pct < mt)) ||
@@ -463,14 +444,14 @@ static int check_decision(const chk *K, const tm_problem *pb, json_t *dec,
  * gradients of its pipeline rank's chunks at the sender's bandwidth to the
  * receiver; a ring is as slow as its slowest edge, the all-reduce as its
  * slowest ring. plan.json writes it only when it is not 0. */
-static int check_allreduce(const chk *K, const tm_problem *pb, json_t *pred)
+static int check_allreduce(const chk *K, const tm_problem *pb,
+                           const tm_pc_predicted *pred)
 {
 	const tm_job *j = K->j;
 	int tp = j->size[TM_TP], cp = j->size[TM_CP], dp = j->size[TM_DP];
 	int pp = j->size[TM_PP];
 	int *at = xmalloc(sizeof(int) * (size_t)j->world);
-	json_t *v = json_object_get(pred, "allreduce_ms");
-	double want = 0, got = v ? json_number_value(v) : 0;
+	double want = 0, got = pred->allreduce_present ? pred->allreduce_ms : 0;
 
 	/* rank by (pp, cp, tp, dp) coordinates */
 	for (int r = 0; r < j->world; r++) {
@@ -498,55 +479,51 @@ static int check_allreduce(const chk *K, const tm_problem *pb, json_t *pred)
 		}
 	}
 	free(at);
-	if ((v && !json_is_number(v)) || fabs(got - want) > 1e-3 + 1e-6 * want)
+	if ((pred->allreduce_present && !pred->allreduce_ok) ||
+	    fabs(got - want) > 1e-3 + 1e-6 * want)
 		return tm_fail(K->err, TM_EINPUT, "%s: predicted.allreduce_ms is "
 		               "%.4f; the data-parallel rings give %.4f for this "
 		               "placement", K->pj, got, want);
 	return 0;
 }
 
-static int check_ranks(const chk *K, json_t *ranks)
+static int check_ranks(const chk *K, const tm_plancheck *P)
 {
 	const tm_job *j = K->j;
-	if (!json_is_array(ranks) || (int)json_array_size(ranks) != j->world)
+	if (P->nranks < 0 || (int)P->nranks != j->world)
 		return tm_fail(K->err, TM_EINPUT, "%s: ranks: expected %d entries",
 		               K->pj, j->world);
 	for (int r = 0; r < j->world; r++) {
-		json_t *o = json_array_get(ranks, (size_t)r);
+		const tm_pc_rank *o = &P->ranks[r];
 		const tm_node *n = &K->c->nodes[K->host[r]];
 		const tm_gpu *g = &n->gpus[K->gpu[r]];
-		const char *host = json_string_value(json_object_get(o, "host"));
-		const char *uuid = json_string_value(json_object_get(o, "uuid"));
-		json_t *gi = json_object_get(o, "gpu_index");
-		if (json_integer_value(json_object_get(o, "rank")) != r)
+		const char *host = o->host, *uuid = o->uuid;
+		if (o->rank != r)
 			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].rank: expected "
 			               "%d", K->pj, r, r);
 		if (!host || strcmp(host, n->host))
 			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].host: plan "
 			               "says %s, the env files put rank %d on %s", K->pj,
 			               r, host ? host : "nothing", r, n->host);
-		if (!json_is_integer(gi) || json_integer_value(gi) != g->index)
+		if (!o->gpu_index_ok || o->gpu_index != g->index)
 			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].gpu_index: plan "
 			               "says %lld, the env files give GPU %d", K->pj, r,
-			               (long long)json_integer_value(gi), g->index);
+			               o->gpu_index, g->index);
 		if ((uuid || g->uuid) && (!uuid || !g->uuid || strcmp(uuid, g->uuid)))
 			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].uuid: plan says "
 			               "%s, the env files give %s", K->pj, r,
 			               uuid ? uuid : "null", g->uuid ? g->uuid : "null");
-		if (json_integer_value(json_object_get(o, "local_rank")) !=
-		    r % j->nproc_per_node ||
-		    json_integer_value(json_object_get(o, "node_rank")) !=
-		    r / j->nproc_per_node)
+		if (o->local_rank != r % j->nproc_per_node ||
+		    o->node_rank != r / j->nproc_per_node)
 			return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d]: node_rank/"
 			               "local_rank disagree with torchrun's layout",
 			               K->pj, r);
 		for (int d = 0; d < TM_NDIM; d++)
-			if (json_integer_value(json_object_get(o, tm_dim_names[d])) !=
-			    K->coord[r][d])
+			if (o->coord[d] != K->coord[r][d])
 				return tm_fail(K->err, TM_EINPUT, "%s: ranks[%d].%s: plan "
 				               "says %lld, the job's order gives %d", K->pj,
-				               r, tm_dim_names[d], (long long)json_integer_value(
-				               json_object_get(o, tm_dim_names[d])), K->coord[r][d]);
+				               r, tm_dim_names[d], o->coord[d],
+				               K->coord[r][d]);
 	}
 	return 0;
 }
@@ -648,17 +625,15 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
  * against the job with those layers: they must be the job's model (same
  * depth, every chunk given by layers) and the layout string must say the
  * same counts. *out: the relayered job, or NULL when the plan has none. */
-static int plan_layers(const char *pj, const tm_job *j, json_t *o,
-                       tm_job **out, tm_error *err)
+static int plan_layers(const char *pj, const tm_job *j,
+                       const tm_pc_layers *o, tm_job **out, tm_error *err)
 {
-	json_t *ch, *lay;
 	int *n, total = 0, rc = 0;
 
 	*out = NULL;
-	if (!o)
+	if (!o->present)
 		return 0;
-	ch = json_object_get(o, "chunks");
-	if (!json_is_array(ch) || (int)json_array_size(ch) != j->nstages)
+	if (o->n < 0 || (int)o->n != j->nstages)
 		return tm_fail(err, TM_EINPUT, "%s: layers.chunks: expected an "
 		               "array of pp·vpp = %d layer counts", pj, j->nstages);
 	if (!j->by_layers)
@@ -667,8 +642,7 @@ static int plan_layers(const char *pj, const tm_job *j, json_t *o,
 		               "layers", pj, j->file);
 	n = xmalloc(sizeof(int) * (size_t)j->nstages);
 	for (int c = 0; c < j->nstages && !rc; c++) {
-		json_t *v = json_array_get(ch, (size_t)c);
-		json_int_t x = json_is_integer(v) ? json_integer_value(v) : -1;
+		long long x = o->chunks[c];
 		if (x < 0 || x > 100000)
 			rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks[%d]: expected "
 			             "a layer count from 0 to 100000", pj, c);
@@ -678,11 +652,10 @@ static int plan_layers(const char *pj, const tm_job *j, json_t *o,
 	if (!rc && total != tm_job_total_layers(j))
 		rc = tm_fail(err, TM_EINPUT, "%s: layers.chunks: %d layers in all; "
 		             "the job has %d", pj, total, tm_job_total_layers(j));
-	lay = json_object_get(o, "pipeline_model_parallel_layout");
-	if (!rc && json_is_string(lay)) {
+	if (!rc && o->layout) {
 		tm_layout l;
 		char why[200];
-		if (tm_layout_parse(json_string_value(lay), &l, why, sizeof why))
+		if (tm_layout_parse(o->layout, &l, why, sizeof why))
 			rc = tm_fail(err, TM_EINPUT, "%s: layers.pipeline_model_parallel"
 			             "_layout: %s", pj, why);
 		else {
@@ -805,7 +778,9 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 {
 	chk K;
 	tm_job *jr = NULL;
-	json_t *root = NULL, *inputs, *cons, *rp, *mm;
+	tm_plancheck P;
+	const tm_pc_constraints *cons = &P.cons;
+	const tm_pc_replan *rp = &P.replan;
 	envf *E = NULL;
 	char **names = NULL, envdir[4200];
 	int ne = 0, rc = 0, moves = 0;
@@ -822,31 +797,28 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	R->ranks = j->world;
 	R->nodes = j->world / j->nproc_per_node;
 	snprintf(K.pj, sizeof K.pj, "%s/plan.json", dir);
-	if ((rc = mark(R, TM_CK_PLAN_JSON, jin_load(K.pj, "thermap.plan", &root,
-	                                           NULL, err))))
+	if ((rc = mark(R, TM_CK_PLAN_JSON, tm_plancheck_load(K.pj, &P, err))))
 		goto out;
-	if ((rc = mark(R, TM_CK_PLAN_JSON, plan_layers(K.pj, j,
-	               json_object_get(root, "layers"), &jr, err))))
+	if ((rc = mark(R, TM_CK_PLAN_JSON, plan_layers(K.pj, j, &P.layers, &jr,
+	                                               err))))
 		goto out;
 	if (jr)
 		K.j = j = jr;
-	id = json_string_value(json_object_get(root, "id"));
-	inputs = json_object_get(root, "inputs");
-	cons = json_object_get(root, "constraints");
-	if (!id || !json_is_object(inputs) || !json_is_object(cons)) {
+	id = P.id;
+	if (!id || !P.inputs.present || !cons->present) {
 		rc = mark(R, TM_CK_PLAN_JSON, tm_fail(err, TM_EINPUT, "%s: expected "
 		          "id, inputs and constraints", K.pj));
 		goto out;
 	}
 	snprintf(R->plan_id, sizeof R->plan_id, "%s", id);
-	s = json_string_value(json_object_get(inputs, "cluster"));
+	s = P.inputs.cluster;
 	if (!s || strcmp(s, c->sha256)) {
 		rc = mark(R, TM_CK_INPUTS, tm_fail(err, TM_EINPUT, "%s: "
 		          "inputs.cluster: the plan was made for another cluster "
 		          "file than %s", K.pj, c->file));
 		goto out;
 	}
-	s = json_string_value(json_object_get(inputs, "job"));
+	s = P.inputs.job;
 	if (!s || strcmp(s, j->sha256)) {
 		rc = mark(R, TM_CK_INPUTS, tm_fail(err, TM_EINPUT, "%s: inputs.job: "
 		          "the plan was made for another job file than %s", K.pj,
@@ -878,45 +850,40 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	K.gpu = xmalloc(sizeof(int) * (size_t)j->world);
 	K.coord = xmalloc(sizeof *K.coord * (size_t)j->world);
 	odometer(j, K.coord);
-	rp = json_object_get(root, "replan");
-	mm = json_object_get(cons, "max_moves");
-	if (!json_is_true(json_object_get(cons, "tp_nvlink")))
+	if (!cons->tp_nvlink)
 		R->result[TM_CK_TP_NVLINK] = TM_CK_NOT_APPLICABLE;
-	if (!json_is_true(json_object_get(cons, "pp_nvlink")))
+	if (!cons->pp_nvlink)
 		R->result[TM_CK_PP_NVLINK] = TM_CK_NOT_APPLICABLE;
-	if (!rp)
+	if (!rp->present)
 		R->result[TM_CK_REPLAN_MOVES] = TM_CK_NOT_APPLICABLE;
-	if (!json_is_integer(mm))
+	if (!cons->max_moves_ok)
 		R->result[TM_CK_MAX_MOVES] = TM_CK_NOT_APPLICABLE;
 	if ((rc = mark(R, TM_CK_ENV_FILES, check_envs(&K, E, ne, id))) ||
-	    (rc = mark(R, TM_CK_RANKS, check_ranks(&K, json_object_get(root,
-	                                           "ranks")))) ||
+	    (rc = mark(R, TM_CK_RANKS, check_ranks(&K, &P))) ||
 	    (R->result[TM_CK_TP_NVLINK] == TM_CK_NOT_RUN &&
 	     (rc = mark(R, TM_CK_TP_NVLINK, check_tp_nvlink(&K)))) ||
 	    (R->result[TM_CK_PP_NVLINK] == TM_CK_NOT_RUN &&
 	     (rc = mark(R, TM_CK_PP_NVLINK, check_pp_nvlink(&K)))) ||
 	    (rc = mark(R, TM_CK_MEMORY, check_memory(&K))) ||
-	    (rp && (rc = mark(R, TM_CK_REPLAN_MOVES, check_replan(&K, rp,
-	                                                          &moves)))) ||
-	    (json_is_integer(mm) && (rc = mark(R, TM_CK_MAX_MOVES,
-	                                       check_max_moves(&K, mm, rp,
-	                                                       moves)))) ||
+	    (rp->present && (rc = mark(R, TM_CK_REPLAN_MOVES,
+	                               check_replan(&K, rp, &moves)))) ||
+	    (cons->max_moves_ok && (rc = mark(R, TM_CK_MAX_MOVES,
+	                                      check_max_moves(&K, cons->max_moves,
+	                                                      rp->present,
+	                                                      moves)))) ||
 	    (prev_dir && (rc = mark(R, TM_CK_PREVIOUS, check_previous(&K, rp,
 	                                                              prev_dir)))))
 		goto out;
 	if (p) {
 		/* re-predict with the profile, and hold the temperature cap */
-		json_t *pred = json_object_get(root, "predicted");
-		double it = json_number_value(json_object_get(pred, "iteration_ms"));
-		double pk = json_number_value(json_object_get(pred, "peak_temp_c"));
-		double cap = json_number_value(json_object_get(cons, "max_temp_c"));
-		const char *verdict = json_string_value(json_object_get(
-		                      json_object_get(root, "decision"), "verdict"));
+		double it = P.pred.iteration_ms, pk = P.pred.peak_temp_c;
+		double cap = cons->max_temp_c;
+		const char *verdict = P.dec.verdict;
 		tm_policy *pol = NULL;
 		tm_problem *pb = NULL;
 		tm_eval ev;
 		int *flat = xmalloc(sizeof(int) * (size_t)j->world);
-		if (!json_is_number(json_object_get(cons, "max_temp_c")))
+		if (isnan(cons->max_temp_c))  /* not a number in plan.json */
 			R->result[TM_CK_MAX_TEMP] = TM_CK_NOT_APPLICABLE;
 		if (!verdict || !strcmp(verdict, "none"))
 			R->result[TM_CK_EVIDENCE] = TM_CK_NOT_APPLICABLE;
@@ -924,7 +891,8 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 		if (!rc) {
 			pol->tp_nvlink = false;
 			/* a replan may run on hosts that lost GPUs */
-			rc = tm_problem_open(c, p, j, pol, true, rp != NULL, &pb, err);
+			rc = tm_problem_open(c, p, j, pol, true, rp->present, &pb,
+			                     err);
 		}
 		if (!rc) {
 			for (int r = 0; r < j->world; r++)
@@ -945,28 +913,26 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 		                 tm_fail(err, TM_EINPUT, "%s: max_temp_c %.1f: the "
 		                         "placement reaches %.2f °C", K.pj, cap,
 		                         ev.peak_temp_c) : 0))) &&
-		    !(rc = mark(R, TM_CK_ALLREDUCE, check_allreduce(&K, pb, pred))) &&
+		    !(rc = mark(R, TM_CK_ALLREDUCE, check_allreduce(&K, pb,
+		                                                    &P.pred))) &&
 		    R->result[TM_CK_EVIDENCE] == TM_CK_NOT_RUN)
-			rc = mark(R, TM_CK_EVIDENCE, check_decision(&K, pb,
-			          json_object_get(root, "decision"), cons, flat));
+			rc = mark(R, TM_CK_EVIDENCE, check_decision(&K, pb, &P.dec,
+			                                            cons, flat));
 		free(flat);
 		tm_problem_free(pb);
 		tm_policy_free(pol);
 		if (rc)
 			goto out;
 	}
-	v = json_string_value(json_object_get(json_object_get(root, "decision"),
-	                                      "verdict"));
+	v = P.dec.verdict;
 	snprintf(summary, summary_len, "%s: ok: plan %s, %d ranks on %d "
 	         "node(s); every rank's GPU in the env files matches plan.json%s%s"
 	         "%s%s%s%s", dir, id, j->world, j->world / j->nproc_per_node,
-	         json_is_true(json_object_get(cons, "tp_nvlink")) ?
-	         "; tp_nvlink holds" : "",
-	         json_is_true(json_object_get(cons, "pp_nvlink")) ?
-	         "; pp_nvlink holds" : "",
+	         cons->tp_nvlink ? "; tp_nvlink holds" : "",
+	         cons->pp_nvlink ? "; pp_nvlink holds" : "",
 	         p ? "; predictions reproduced" : "",
 	         p && v && strcmp(v, "none") ? "; the evidence rule holds" : "",
-	         rp ? "; replan moves match" : "",
+	         rp->present ? "; replan moves match" : "",
 	         prev_dir ? " the previous plan" : "");
 out:
 	/* what needs an option that was not given was skipped, not failed */
@@ -991,7 +957,7 @@ out:
 	free(K.host);
 	free(K.gpu);
 	free(K.coord);
-	json_decref(root);
+	tm_plancheck_clear(&P);
 	tm_job_free(jr);
 	return rc;
 }

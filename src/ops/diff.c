@@ -71,7 +71,7 @@ static void gpuset_init(gpuset *S, const tm_plan_doc *P)
 	qsort(S->all, S->na, sizeof *S->all, cmp_host_gpu);
 }
 
-static void gpuset_free(gpuset *S)
+static void gpuset_clear(gpuset *S)
 {
 	free(S->by_uuid);
 	free(S->bare);
@@ -117,36 +117,57 @@ static void json_gpu(jw *w, const char *key, const tm_plan_rank *d)
 	jw_end_obj(w);
 }
 
-int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
-                 char **out, tm_error *err)
-{
-	tm_plan_doc O, N;
-	gpuset S;
-	strbuf b, why;
-	jw w;
-	bool extra = false, same_job, replaces;
-	int *moved = NULL, k = 0, rc;
+/* ---- the moves --------------------------------------------------------------- */
 
-	*out = NULL;
-	if (fmt != 0 && fmt != 1)
-		return tm_fail(err, TM_EUSAGE, "diff: unknown output format %d",
-		               fmt);
-	rc = tm_plan_doc_load(old_dir, &O, err);
+/* One rank on another GPU in NEW. */
+typedef struct move {
+	int rank;
+	bool uuids;          /* same host and index, another UUID: show them */
+	char *why;           /* what NEW's replan recorded, else derived */
+} move;
+
+/* The comparison of two plans, ready to render. */
+typedef struct diff {
+	tm_plan_doc O, N;    /* OLD and NEW */
+	bool extra;          /* some rank has a tp, cp or ep coordinate */
+	bool same_job;       /* both were made for the same job file */
+	int n;               /* moves */
+	move *m;             /* in rank order */
+} diff;
+
+static void diff_clear(diff *D)
+{
+	for (int i = 0; i < D->n; i++)
+		free(D->m[i].why);
+	free(D->m);
+	tm_plan_doc_free(&D->O);
+	tm_plan_doc_free(&D->N);
+}
+
+/* Reads both plans into D and finds the ranks that move, with why. */
+static int diff_read(const char *old_dir, const char *new_dir, diff *D,
+                     tm_error *err)
+{
+	tm_plan_doc *O = &D->O, *N = &D->N;
+	gpuset S;
+	strbuf why;
+	bool replaces;
+	int rc;
+
+	memset(D, 0, sizeof *D);
+	rc = tm_plan_doc_load(old_dir, O, err);
 	if (!rc)
-		rc = tm_plan_doc_load(new_dir, &N, err);
-	else
-		memset(&N, 0, sizeof N);
+		rc = tm_plan_doc_load(new_dir, N, err);
 	if (rc)
-		goto out;
-	if (O.n != N.n) {
-		rc = tm_fail(err, TM_EINPUT, "%s and %s: %d and %d ranks; diff "
-		             "compares plans of one job", O.file, N.file, O.n, N.n);
-		goto out;
-	}
+		return rc;
+	if (O->n != N->n)
+		return tm_fail(err, TM_EINPUT, "%s and %s: %d and %d ranks; diff "
+		               "compares plans of one job", O->file, N->file, O->n,
+		               N->n);
 	/* the same rank must do the same work in both, or a "move" means
 	 * nothing */
-	for (int r = 0; r < O.n; r++) {
-		const tm_plan_rank *a = &O.r[r], *c = &N.r[r];
+	for (int r = 0; r < O->n; r++) {
+		const tm_plan_rank *a = &O->r[r], *c = &N->r[r];
 		const char *what = NULL;
 		int x = 0, y = 0;
 		for (int d = TM_NDIM - 1; d >= 0 && !what; d--)
@@ -165,96 +186,139 @@ int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
 			x = a->local;
 			y = c->local;
 		}
-		if (what) {
-			rc = tm_fail(err, TM_EINPUT, "ranks[%d]: %s %d in %s, %d in %s; "
-			             "the plans are of different parallel layouts", r,
-			             what, x, O.file, y, N.file);
-			goto out;
-		}
+		if (what)
+			return tm_fail(err, TM_EINPUT, "ranks[%d]: %s %d in %s, %d in "
+			               "%s; the plans are of different parallel "
+			               "layouts", r, what, x, O->file, y, N->file);
 		for (int d = TM_TP; d <= TM_EP; d++)
-			extra = extra || a->coord[d] != 0;
+			D->extra = D->extra || a->coord[d] != 0;
 	}
-	moved = xmalloc(sizeof(int) * (size_t)O.n);
-	for (int r = 0; r < O.n; r++)
-		if (!same_gpu(&O.r[r], &N.r[r]))
-			moved[k++] = r;
-	same_job = strcmp(O.job, N.job) == 0;
-	replaces = N.previous && N.why && strcmp(N.previous, O.id) == 0;
+	D->m = xmalloc(sizeof *D->m * (size_t)O->n);
+	for (int r = 0; r < O->n; r++)
+		if (!same_gpu(&O->r[r], &N->r[r]))
+			D->m[D->n++].rank = r;
+	D->same_job = strcmp(O->job, N->job) == 0;
+	replaces = N->previous && N->why && strcmp(N->previous, O->id) == 0;
 	memset(&S, 0, sizeof S);
-	if (k)
-		gpuset_init(&S, &N);
-
-	sb_init(&b);
+	if (D->n)
+		gpuset_init(&S, N);
 	sb_init(&why);
-	jw_init(&w, &b);
-	if (fmt == 0) {
-		sb_addf(&b, "plan %s -> plan %s: ", O.id, N.id);
-		if (k)
-			sb_addf(&b, "%d of %d ranks move\n", k, O.n);
-		else
-			sb_add(&b, "no rank moves\n");
-		if (!same_job)
-			sb_add(&b, "note: the plans were made for different job "
-			       "files\n");
-	} else {
-		jw_obj(&w, NULL, false);
-		jw_str(&w, "old", O.id);
-		jw_str(&w, "new", N.id);
-		jw_int(&w, "world", O.n);
-		jw_int(&w, "moved", k);
-		jw_bool(&w, "same_job", same_job);
-		jw_arr(&w, "moves", false);
-	}
-	for (int i = 0; i < k; i++) {
-		int r = moved[i];
-		const tm_plan_rank *a = &O.r[r], *c = &N.r[r];
-		/* equal host and index but another UUID: show the UUIDs */
-		bool uu = !strcmp(a->host, c->host) && a->gpu == c->gpu;
-		const char *reason = replaces ? N.why[r] : NULL;
+	for (int i = 0; i < D->n; i++) {
+		int r = D->m[i].rank;
+		const tm_plan_rank *a = &O->r[r], *c = &N->r[r];
+		const char *reason = replaces ? N->why[r] : NULL;
+		D->m[i].uuids = !strcmp(a->host, c->host) && a->gpu == c->gpu;
 		if (!reason) {
 			why.len = 0;
 			why.s[0] = '\0';
 			derive_why(a, c, !gpuset_has(&S, a), &why);
 			reason = why.s;
 		}
-		if (fmt == 0) {
-			sb_addf(&b, "rank %d (node %d, local %d; pp %d dp %d", r,
-			        a->node, a->local, a->coord[TM_PP], a->coord[TM_DP]);
-			for (int d = TM_TP; extra && d <= TM_EP; d++)
-				sb_addf(&b, " %s %d", tm_dim_names[d], a->coord[d]);
-			sb_add(&b, "): ");
-			add_gpu(&b, a, uu);
-			sb_add(&b, " -> ");
-			add_gpu(&b, c, uu);
-			sb_add(&b, ": ");
-			/* text a plan carries, shown on one line */
-			sb_add_text(&b, reason);
-			sb_add(&b, "\n");
-		} else {
-			jw_obj(&w, NULL, true);
-			jw_int(&w, "rank", r);
-			jw_int(&w, "node_rank", a->node);
-			jw_int(&w, "local_rank", a->local);
-			jw_int(&w, "pp", a->coord[TM_PP]);
-			jw_int(&w, "dp", a->coord[TM_DP]);
-			for (int d = TM_TP; extra && d <= TM_EP; d++)
-				jw_int(&w, tm_dim_names[d], a->coord[d]);
-			json_gpu(&w, "from", a);
-			json_gpu(&w, "to", c);
-			jw_str(&w, "why", reason);
-			jw_end_obj(&w);
-		}
-	}
-	if (fmt == 1) {
-		jw_end_arr(&w);
-		jw_end_obj(&w);
+		D->m[i].why = xstrdup(reason);
 	}
 	sb_free(&why);
-	gpuset_free(&S);
-	*out = b.s;
-out:
-	free(moved);
-	tm_plan_doc_free(&O);
-	tm_plan_doc_free(&N);
+	gpuset_clear(&S);
+	return 0;
+}
+
+/* ---- the renderers ----------------------------------------------------------- */
+
+static void render_text(strbuf *b, const diff *D)
+{
+	const tm_plan_doc *O = &D->O, *N = &D->N;
+	sb_addf(b, "plan %s -> plan %s: ", O->id, N->id);
+	if (D->n)
+		sb_addf(b, "%d of %d ranks move\n", D->n, O->n);
+	else
+		sb_add(b, "no rank moves\n");
+	if (!D->same_job)
+		sb_add(b, "note: the plans were made for different job files\n");
+	for (int i = 0; i < D->n; i++) {
+		const move *m = &D->m[i];
+		const tm_plan_rank *a = &O->r[m->rank], *c = &N->r[m->rank];
+		sb_addf(b, "rank %d (node %d, local %d; pp %d dp %d", m->rank,
+		        a->node, a->local, a->coord[TM_PP], a->coord[TM_DP]);
+		for (int d = TM_TP; D->extra && d <= TM_EP; d++)
+			sb_addf(b, " %s %d", tm_dim_names[d], a->coord[d]);
+		sb_add(b, "): ");
+		add_gpu(b, a, m->uuids);
+		sb_add(b, " -> ");
+		add_gpu(b, c, m->uuids);
+		sb_add(b, ": ");
+		/* text a plan carries, shown on one line */
+		sb_add_text(b, m->why);
+		sb_add(b, "\n");
+	}
+}
+
+static void render_json(strbuf *b, const diff *D)
+{
+	const tm_plan_doc *O = &D->O, *N = &D->N;
+	jw w;
+	jw_init(&w, b);
+	jw_obj(&w, NULL, false);
+	jw_str(&w, "old", O->id);
+	jw_str(&w, "new", N->id);
+	jw_int(&w, "world", O->n);
+	jw_int(&w, "moved", D->n);
+	jw_bool(&w, "same_job", D->same_job);
+	jw_arr(&w, "moves", false);
+	for (int i = 0; i < D->n; i++) {
+		const move *m = &D->m[i];
+		const tm_plan_rank *a = &O->r[m->rank], *c = &N->r[m->rank];
+		jw_obj(&w, NULL, true);
+		jw_int(&w, "rank", m->rank);
+		jw_int(&w, "node_rank", a->node);
+		jw_int(&w, "local_rank", a->local);
+		jw_int(&w, "pp", a->coord[TM_PP]);
+		jw_int(&w, "dp", a->coord[TM_DP]);
+		for (int d = TM_TP; D->extra && d <= TM_EP; d++)
+			jw_int(&w, tm_dim_names[d], a->coord[d]);
+		json_gpu(&w, "from", a);
+		json_gpu(&w, "to", c);
+		jw_str(&w, "why", m->why);
+		jw_end_obj(&w);
+	}
+	jw_end_arr(&w);
+	jw_end_obj(&w);
+}
+
+/* One renderer per format diff offers (TM_FORMATS_DIFF). */
+static void (*const render[TM_NFORMATS])(strbuf *, const diff *) = {
+	[TM_FORMAT_TEXT] = render_text,
+	[TM_FORMAT_JSON] = render_json,
+};
+
+/* ---- diff -------------------------------------------------------------------- */
+
+int tm_diff_plans(const char *old_dir, const char *new_dir, int fmt,
+                  char **out, tm_error *err)
+{
+	diff D;
+	strbuf b;
+	int rc;
+
+	*out = NULL;
+	if (fmt < 0 || fmt >= TM_NFORMATS || !render[fmt])
+		return tm_fail(err, TM_EUSAGE, "diff: unknown output format %d",
+		               fmt);
+	if (!(rc = diff_read(old_dir, new_dir, &D, err))) {
+		sb_init(&b);
+		render[fmt](&b, &D);
+		*out = b.s;
+	}
+	diff_clear(&D);
 	return rc;
+}
+
+int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
+                 char **out, tm_error *err)
+{
+	if (fmt != 0 && fmt != 1) {
+		*out = NULL;
+		return tm_fail(err, TM_EUSAGE, "diff: unknown output format %d",
+		               fmt);
+	}
+	return tm_diff_plans(old_dir, new_dir, fmt ? TM_FORMAT_JSON :
+	                     TM_FORMAT_TEXT, out, err);
 }

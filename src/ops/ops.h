@@ -1,7 +1,8 @@
 /*
- * ops.h — the library half of each command: the plan directory and its
- * reasons (plan.c), replan, check, diff, compare and its picture (svg.c),
- * calibrate.
+ * ops.h — the library half of each command: the plan directory
+ * (plan.c) and its reasons in words (explain.c), replan, check, diff,
+ * compare and its picture (svg.c), calibrate; the registry of their
+ * report formats (output.c, enum tm_format in thermap.h).
  *
  * Layer: above solve, model, telemetry, topo, format and base.
  */
@@ -12,7 +13,7 @@
 #include "telemetry/telemetry.h"
 
 /* plan.c: tm_plan_write with more of plan.json: extra (may be NULL)
- * writes members of the top-level object after "predicted"; id (may be
+ * writes members of the top-level object after "decision"; id (may be
  * NULL) gets the plan id. */
 typedef void (*tm_plan_extra)(jw *w, void *ud);
 /* Whether dir may be replaced by a plan (absent, an empty directory, or a
@@ -25,13 +26,24 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
                      char id[17], tm_error *err);
 /* The plan id of a placement (16 hex digits). */
 void tm_plan_id(const tm_problem *pb, const int *flat, char id[17]);
+/* The Megatron-Core arguments for the layers per chunk of a relayered
+ * job: the layout string always (to be freed; NULL when it cannot be
+ * built), the two uneven-split flags when they can say the same
+ * (docs/layout.md): -1 for a flag not needed, -2 in both when the flags
+ * cannot. */
+char *tm_megatron_layers(const tm_job *j, int *first, int *last);
+
+
+/* explain.c: the reasons, in words */
 /* The "why" of pipeline rank s in placement flat, at iteration time t;
  * base: the placement to compare temperatures with (torchrun's). */
 void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
                   double t, int s, strbuf *b);
-
-
-/* plan.c */
+/* Why the evidence rule gave no verdict (TM_VERDICT_NONE) for pb. */
+const char *tm_why_no_verdict(const tm_problem *pb);
+/* What `thermap plan` prints: the solver, the predictions against the
+ * identity placement, the decision, each stage's why, the layers chosen
+ * and the notes; to be freed. */
 char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol);
 
 
@@ -53,9 +65,15 @@ int tm_windows_read(const tm_cluster *c, const tm_tele_input *in, int nin,
 void tm_windows_clear(tm_windows *W);
 
 /* ---- diff.c: `thermap diff OLD_DIR NEW_DIR` ------------------------------ */
-/* Compares the placements of two plan directories. fmt 0 = text, 1 = json.
- * *out: the report (to be freed). Errors: TM_EINPUT (4) for an unreadable,
+/* Compares the placements of two plan directories. fmt: an enum tm_format
+ * of TM_FORMATS_DIFF (text or json; TM_EUSAGE for another). *out: the
+ * report (to be freed). Errors: TM_EINPUT (4) for an unreadable,
  * malformed or mismatched plan, with one line naming the file and place. */
+int tm_diff_plans(const char *old_dir, const char *new_dir, int fmt,
+                  char **out, tm_error *err);
+/* The same with the command line's former numbering, fmt 0 = text and
+ * 1 = json, until it looks --format up in the registry (tm_format_lookup
+ * with TM_FORMATS_DIFF) and calls tm_diff_plans. */
 int tm_plan_diff(const char *old_dir, const char *new_dir, int fmt,
                  char **out, tm_error *err);
 

@@ -5,6 +5,11 @@
  * built under a temporary name beside the target and renamed into place,
  * so a launcher never sees half a plan. Identical inputs give identical
  * bytes: nothing here depends on the clock or the machine.
+ *
+ * plan.json is written one section per function (write_json lists them);
+ * the words of each stage's "why" and of plan's summary are explain.c's.
+ * A target is replaced only when it is a plan (or empty), and what else
+ * is in it stays.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -72,119 +77,6 @@ void tm_plan_id(const tm_problem *pb, const int *flat, char id[17])
 		snprintf(id + 2 * i, 3, "%02x", d[i]);
 }
 
-/* ---- the "why" of a stage ----------------------------------------------- */
-
-static int cmp_dbl_desc(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? 1 : x > y ? -1 : 0;
-}
-
-void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
-                  double t, int s, strbuf *b)
-{
-	int npp = pb->npp, heavier = 0, lighter = 0, cnt = 0, used = 0;
-	double hsum_sel[64], *hall, min_sel = INFINITY, max_sel = -INFINITY;
-	double temp = -INFINITY, btemp = -INFINITY, busy = 0, tsd = 0;
-	bool known = true;
-
-	for (int q = 0; q < npp; q++) {
-		heavier += pb->work[q] > pb->work[s] * (1 + 1e-9);
-		lighter += pb->work[q] < pb->work[s] * (1 - 1e-9);
-	}
-	if (npp == 1)
-		sb_add(b, "the only stage");
-	else if (!heavier && !lighter)
-		sb_add(b, "all stages do equal work");
-	else if (!heavier)
-		sb_add(b, "heaviest stage");
-	else if (!lighter)
-		sb_add(b, "lightest stage");
-	else
-		sb_addf(b, "stage %d of %d by work", heavier + 1, npp);
-	for (int r = 0; r < pb->nranks; r++) {
-		double x;
-		if (pb->rank_stage[r] != s)
-			continue;
-		busy = fmax(busy, tm_rank_busy(pb, r, flat[r], t));
-		x = tm_rank_temp(pb, r, flat[r], t);
-		if (x > temp) {
-			temp = x;
-			tsd = tm_temp_sd(pb, flat[r], tm_rank_busy(pb, r, flat[r], t));
-		}
-		btemp = fmax(btemp, tm_rank_temp(pb, r, base[r], t));
-		if (cnt < 64)
-			hsum_sel[cnt] = pb->headroom[flat[r]];
-		cnt++;
-		known = known && isfinite(pb->headroom[flat[r]]);
-		min_sel = fmin(min_sel, pb->headroom[flat[r]]);
-		max_sel = fmax(max_sel, pb->headroom[flat[r]]);
-	}
-	sb_addf(b, " (%.1f ms per microbatch, busy %.0f %%) on GPU ",
-	        pb->work[s], busy * 100);
-	for (int r = 0, k = 0; r < pb->nranks && k < 8; r++)
-		if (pb->rank_stage[r] == s)
-			sb_addf(b, "%s%d", k++ ? "," : "", gpu_of(pb, flat[r])->index);
-	if (cnt > 8)
-		sb_add(b, ",…");
-	if (known && cnt <= 64) {
-		/* rank the chosen GPUs' headroom among all GPUs in use */
-		hall = xmalloc(sizeof(double) * (size_t)pb->nranks);
-		for (int r = 0; r < pb->nranks; r++)
-			hall[used++] = pb->headroom[flat[r]];
-		qsort(hall, (size_t)used, sizeof(double), cmp_dbl_desc);
-		if (used > cnt && min_sel >= hall[cnt - 1])
-			sb_add(b, ", the most headroom (");
-		else if (used > cnt && max_sel <= hall[used - cnt])
-			sb_add(b, ", the least headroom (");
-		else
-			sb_add(b, ", headroom (");
-		for (int k = 0; k < cnt && k < 8; k++)
-			sb_addf(b, "%s%.1f", k ? ", " : "", hsum_sel[k]);
-		sb_add(b, " °C)");
-		free(hall);
-	}
-	if (!pb->uniform_links) {
-		/* links differ: say what carries the stage's activations on */
-		for (int k = 0; k < pb->nhops; k++) {
-			const tm_hop *hp = &pb->hops[k];
-			const int *a, *z;
-			int ga, gz;
-			char name[16];
-			if (hp->from != s)
-				continue;
-			a = &pb->inst_rank[hp->from * pb->nmember];
-			z = &pb->inst_rank[hp->to * pb->nmember];
-			ga = flat[a[0]];
-			gz = flat[z[0]];
-			if (pb->gpu_host[ga] != pb->gpu_host[gz]) {
-				sb_addf(b, ", to stage %d over the network (%.1f GB/s)",
-				        hp->to, tm_bw(pb, ga, gz));
-			} else {
-				const tm_node *nd = &pb->c->nodes[pb->gpu_host[ga]];
-				int i = pb->gpu_pos[ga] * nd->ngpus + pb->gpu_pos[gz];
-				sb_addf(b, ", to stage %d over %s (%.1f GB/s)", hp->to,
-				        tm_link_name(nd->link[i], nd->nv[i], name),
-				        tm_bw(pb, ga, gz));
-			}
-			break;
-		}
-	}
-	if (!pb->uniform_derate) {
-		/* speeds differ somewhere: say what this stage runs at */
-		double d = 1, sd = 0;
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_stage[r] == s && pb->derate[flat[r]] >= d) {
-				d = pb->derate[flat[r]];
-				sd = pb->derate_sd[flat[r]];
-			}
-		sb_addf(b, ", derate %.3f ± %.3f", d, sd);
-	}
-	sb_addf(b, "; predicted %.1f ± %.1f °C", temp, tsd);
-	if (fabs(btemp - temp) >= 0.05)
-		sb_addf(b, " (identity placement: %.1f °C)", btemp);
-}
-
 /* ---- plan.json ----------------------------------------------------------- */
 
 static const char *const verdicts[] = {
@@ -214,12 +106,7 @@ static void write_decision(jw *w, const tm_problem *pb,
 	jw_obj(w, "decision", false);
 	jw_str(w, "verdict", verdicts[R->verdict]);
 	if (R->verdict == TM_VERDICT_NONE) {
-		jw_str(w, "reason", pb->ref_custom ? "a replan: its decision "
-		       "against the previous plan is under \"replan\"" :
-		       !pol->evidence ? "the policy turns the evidence rule off" :
-		       pb->job->relayered ? "the policy changes layers; the "
-		       "evidence rule weighs placements only" :
-		       "the policy's method places by a fixed rule");
+		jw_str(w, "reason", tm_why_no_verdict(pb));
 		jw_end_obj(w);
 		return;
 	}
@@ -242,129 +129,163 @@ static void write_decision(jw *w, const tm_problem *pb,
 	jw_end_obj(w);
 }
 
-static void write_json(const tm_problem *pb, const tm_solution *sol,
-                       const int *flat, const int *base, const char *id,
-                       tm_plan_extra extra, void *ud, strbuf *out)
+/* "format", "id", "policy", "method": what the plan is. */
+static void write_head(jw *w, const tm_problem *pb, const char *id)
+{
+	jw_str(w, "format", "thermap.plan/1");
+	jw_str(w, "id", id);
+	jw_str(w, "policy", pb->pol->name);
+	jw_str(w, "method", tm_method_name(pb->pol->method));
+}
+
+/* "inputs": the hashes of the four documents it was made from. */
+static void write_inputs(jw *w, const tm_problem *pb)
+{
+	jw_obj(w, "inputs", false);
+	jw_str(w, "cluster", pb->c->sha256);
+	jw_str(w, "profile", pb->profile_sha256);
+	jw_str(w, "job", pb->job->sha256);
+	jw_str(w, "policy", pb->pol->sha256);
+	jw_end_obj(w);
+}
+
+/* "solver": how the placement was found and how good it is proven. */
+static void write_solver(jw *w, const tm_problem *pb, const tm_solution *sol)
+{
+	jw_obj(w, "solver", false);
+	jw_str(w, "status", sol->status);
+	if (sol->formulation[0])
+		jw_str(w, "formulation", sol->formulation);
+	jw_num(w, "objective", sol->objective, 4);
+	jw_num(w, "bound", sol->bound, 4);
+	jw_num(w, "gap", sol->gap, 6);
+	jw_null(w, "time_ms");
+	jw_arr(w, "criteria", true);
+	for (int k = 0; k < pb->ncrit; k++)
+		jw_str(w, NULL, tm_crit_name(pb->crit[k]));
+	jw_end_arr(w);
+	jw_num(w, "tolerance", pb->pol->tolerance, 6);
+	jw_num(w, "reference_iteration_ms", sol->t_ref_ms, 4);
+	jw_end_obj(w);
+}
+
+/* "predicted": the model's numbers for the placement and for identity. */
+static void write_predicted(jw *w, const tm_problem *pb,
+                            const tm_solution *sol, const int *flat)
+{
+	double t = sol->ev.iteration_ms, ar = tm_allreduce_ms(pb, flat);
+	jw_obj(w, "predicted", false);
+	jw_num(w, "iteration_ms", t, 4);
+	if (ar > 0)  /* only jobs with gradients and dp > 1 have one */
+		jw_num(w, "allreduce_ms", ar, 4);
+	jw_num(w, "peak_temp_c", sol->ev.peak_temp_c, 2);
+	jw_int(w, "moved_ranks", sol->ev.moves);
+	jw_num(w, "gain_pct", (sol->baseline.iteration_ms - t) /
+	       sol->baseline.iteration_ms * 100, 3);
+	jw_num(w, "peak_temp_drop_c", sol->baseline.peak_temp_c -
+	       sol->ev.peak_temp_c, 2);
+	jw_num(w, "wear", sol->ev.wear, 4);
+	jw_obj(w, "baseline", true);
+	jw_str(w, "policy", "identity");
+	jw_num(w, "iteration_ms", sol->baseline.iteration_ms, 4);
+	jw_num(w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
+	jw_num(w, "wear", sol->baseline.wear, 4);
+	jw_end_obj(w);
+	jw_end_obj(w);
+}
+
+/* "constraints": the policy's, as check verifies them. */
+static void write_constraints(jw *w, const tm_policy *pol)
+{
+	jw_obj(w, "constraints", true);
+	jw_bool(w, "tp_nvlink", pol->tp_nvlink);
+	jw_bool(w, "pp_nvlink", pol->pp_nvlink);
+	jw_num(w, "max_temp_c", pol->max_temp_c, 2);
+	if (pol->max_moves >= 0)
+		jw_int(w, "max_moves", pol->max_moves);
+	else
+		jw_null(w, "max_moves");
+	jw_end_obj(w);
+}
+
+/* "job": the parallel layout the plan is for. */
+static void write_job(jw *w, const tm_problem *pb)
 {
 	const tm_job *j = pb->job;
-	const tm_policy *pol = pb->pol;
-	double t = sol->ev.iteration_ms, ar = tm_allreduce_ms(pb, flat);
-	jw w;
+	jw_obj(w, "job", true);
+	jw_int(w, "world", pb->nranks);
+	jw_int(w, "nnodes", pb->nnodes);
+	jw_int(w, "nproc_per_node", pb->nproc);
+	jw_int(w, "tp", j->size[TM_TP]);
+	jw_int(w, "cp", j->size[TM_CP]);
+	jw_int(w, "ep", j->size[TM_EP]);
+	jw_int(w, "dp", j->size[TM_DP]);
+	jw_int(w, "pp", j->size[TM_PP]);
+	jw_int(w, "vpp", j->vpp);
+	jw_int(w, "microbatches", j->microbatches);
+	jw_end_obj(w);
+}
+
+/* "nodes": each node rank's host and CUDA_VISIBLE_DEVICES. */
+static void write_nodes(jw *w, const tm_problem *pb, const int *flat)
+{
 	strbuf tmp;
-
-	jw_init(&w, out);
-	jw_obj(&w, NULL, false);
-	jw_str(&w, "format", "thermap.plan/1");
-	jw_str(&w, "id", id);
-	jw_str(&w, "policy", pol->name);
-	jw_str(&w, "method", tm_method_name(pol->method));
-	jw_obj(&w, "inputs", false);
-	jw_str(&w, "cluster", pb->c->sha256);
-	jw_str(&w, "profile", pb->profile_sha256);
-	jw_str(&w, "job", j->sha256);
-	jw_str(&w, "policy", pol->sha256);
-	jw_end_obj(&w);
-	jw_obj(&w, "solver", false);
-	jw_str(&w, "status", sol->status);
-	if (sol->formulation[0])
-		jw_str(&w, "formulation", sol->formulation);
-	jw_num(&w, "objective", sol->objective, 4);
-	jw_num(&w, "bound", sol->bound, 4);
-	jw_num(&w, "gap", sol->gap, 6);
-	jw_null(&w, "time_ms");
-	jw_arr(&w, "criteria", true);
-	for (int k = 0; k < pb->ncrit; k++)
-		jw_str(&w, NULL, tm_crit_name(pb->crit[k]));
-	jw_end_arr(&w);
-	jw_num(&w, "tolerance", pol->tolerance, 6);
-	jw_num(&w, "reference_iteration_ms", sol->t_ref_ms, 4);
-	jw_end_obj(&w);
-	jw_obj(&w, "predicted", false);
-	jw_num(&w, "iteration_ms", t, 4);
-	if (ar > 0)  /* only jobs with gradients and dp > 1 have one */
-		jw_num(&w, "allreduce_ms", ar, 4);
-	jw_num(&w, "peak_temp_c", sol->ev.peak_temp_c, 2);
-	jw_int(&w, "moved_ranks", sol->ev.moves);
-	jw_num(&w, "gain_pct", (sol->baseline.iteration_ms - t) /
-	       sol->baseline.iteration_ms * 100, 3);
-	jw_num(&w, "peak_temp_drop_c", sol->baseline.peak_temp_c -
-	       sol->ev.peak_temp_c, 2);
-	jw_num(&w, "wear", sol->ev.wear, 4);
-	jw_obj(&w, "baseline", true);
-	jw_str(&w, "policy", "identity");
-	jw_num(&w, "iteration_ms", sol->baseline.iteration_ms, 4);
-	jw_num(&w, "peak_temp_c", sol->baseline.peak_temp_c, 2);
-	jw_num(&w, "wear", sol->baseline.wear, 4);
-	jw_end_obj(&w);
-	jw_end_obj(&w);
-	write_decision(&w, pb, sol);
-	if (extra)
-		extra(&w, ud);
-	jw_obj(&w, "constraints", true);
-	jw_bool(&w, "tp_nvlink", pol->tp_nvlink);
-	jw_bool(&w, "pp_nvlink", pol->pp_nvlink);
-	jw_num(&w, "max_temp_c", pol->max_temp_c, 2);
-	if (pol->max_moves >= 0)
-		jw_int(&w, "max_moves", pol->max_moves);
-	else
-		jw_null(&w, "max_moves");
-	jw_end_obj(&w);
-	jw_obj(&w, "job", true);
-	jw_int(&w, "world", pb->nranks);
-	jw_int(&w, "nnodes", pb->nnodes);
-	jw_int(&w, "nproc_per_node", pb->nproc);
-	jw_int(&w, "tp", j->size[TM_TP]);
-	jw_int(&w, "cp", j->size[TM_CP]);
-	jw_int(&w, "ep", j->size[TM_EP]);
-	jw_int(&w, "dp", j->size[TM_DP]);
-	jw_int(&w, "pp", j->size[TM_PP]);
-	jw_int(&w, "vpp", j->vpp);
-	jw_int(&w, "microbatches", j->microbatches);
-	jw_end_obj(&w);
-	if (j->relayered)
-		write_layers(&w, j);
-
-	jw_arr(&w, "nodes", false);
 	sb_init(&tmp);
+	jw_arr(w, "nodes", false);
 	for (int n = 0; n < pb->nnodes; n++) {
 		int h = pb->gpu_host[flat[n * pb->nproc]];
 		tmp.len = 0;
 		tmp.s[0] = '\0';
 		visible_devices(pb, flat, n, &tmp);
-		jw_obj(&w, NULL, true);
-		jw_str(&w, "host", pb->c->nodes[h].host);
-		jw_int(&w, "node_rank", n);
-		jw_str(&w, "cuda_visible_devices", tmp.s);
-		jw_end_obj(&w);
+		jw_obj(w, NULL, true);
+		jw_str(w, "host", pb->c->nodes[h].host);
+		jw_int(w, "node_rank", n);
+		jw_str(w, "cuda_visible_devices", tmp.s);
+		jw_end_obj(w);
 	}
-	jw_end_arr(&w);
+	jw_end_arr(w);
+	sb_free(&tmp);
+}
 
-	jw_arr(&w, "ranks", false);
+/* "ranks": every rank's GPU, coordinates and predictions at time t. */
+static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
+                        double t)
+{
+	jw_arr(w, "ranks", false);
 	for (int r = 0; r < pb->nranks; r++) {
 		int g = flat[r];
 		const tm_gpu *gpu = gpu_of(pb, g);
-		jw_obj(&w, NULL, true);
-		jw_int(&w, "rank", r);
-		jw_str(&w, "host", pb->c->nodes[pb->gpu_host[g]].host);
-		jw_int(&w, "node_rank", r / pb->nproc);
-		jw_int(&w, "local_rank", r % pb->nproc);
-		jw_int(&w, "gpu_index", gpu->index);
-		jw_str(&w, "uuid", gpu->uuid);
-		jw_int(&w, "tp", pb->coord[r][TM_TP]);
-		jw_int(&w, "cp", pb->coord[r][TM_CP]);
-		jw_int(&w, "ep", pb->coord[r][TM_EP]);
-		jw_int(&w, "dp", pb->coord[r][TM_DP]);
-		jw_int(&w, "pp", pb->coord[r][TM_PP]);
-		jw_num(&w, "busy", tm_rank_busy(pb, r, g, t), 3);
-		jw_num(&w, "power_w", tm_rank_power(pb, r, g, t), 1);
-		jw_num(&w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
-		jw_num(&w, "temp_sd_c", tm_temp_sd(pb, g, tm_rank_busy(pb, r, g,
+		jw_obj(w, NULL, true);
+		jw_int(w, "rank", r);
+		jw_str(w, "host", pb->c->nodes[pb->gpu_host[g]].host);
+		jw_int(w, "node_rank", r / pb->nproc);
+		jw_int(w, "local_rank", r % pb->nproc);
+		jw_int(w, "gpu_index", gpu->index);
+		jw_str(w, "uuid", gpu->uuid);
+		jw_int(w, "tp", pb->coord[r][TM_TP]);
+		jw_int(w, "cp", pb->coord[r][TM_CP]);
+		jw_int(w, "ep", pb->coord[r][TM_EP]);
+		jw_int(w, "dp", pb->coord[r][TM_DP]);
+		jw_int(w, "pp", pb->coord[r][TM_PP]);
+		jw_num(w, "busy", tm_rank_busy(pb, r, g, t), 3);
+		jw_num(w, "power_w", tm_rank_power(pb, r, g, t), 1);
+		jw_num(w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
+		jw_num(w, "temp_sd_c", tm_temp_sd(pb, g, tm_rank_busy(pb, r, g,
 		       t)), 2);
-		jw_end_obj(&w);
+		jw_end_obj(w);
 	}
-	jw_end_arr(&w);
+	jw_end_arr(w);
+}
 
-	jw_arr(&w, "stages", false);
+/* "stages": per pipeline rank its layers, time, GPUs, temperature and
+ * why (tm_why_stage), against the identity placement base. */
+static void write_stages(jw *w, const tm_problem *pb, const int *flat,
+                         const int *base, double t)
+{
+	const tm_job *j = pb->job;
+	strbuf tmp;
+	sb_init(&tmp);
+	jw_arr(w, "stages", false);
 	for (int s = 0; s < pb->npp; s++) {
 		int layers = 0;
 		double time = 0, temp = -INFINITY;
@@ -373,43 +294,78 @@ static void write_json(const tm_problem *pb, const tm_solution *sol,
 			         layers + j->stages[c].layers;
 		for (int d = 0; d < pb->nrep; d++)
 			time = fmax(time, tm_inst_ms(pb, flat, d, s));
-		jw_obj(&w, NULL, false);
-		jw_int(&w, "stage", s);
+		jw_obj(w, NULL, false);
+		jw_int(w, "stage", s);
 		if (layers >= 0)
-			jw_int(&w, "layers", layers);
+			jw_int(w, "layers", layers);
 		else
-			jw_null(&w, "layers");
-		jw_num(&w, "time_ms", time, 4);
-		jw_arr(&w, "uuids", true);
+			jw_null(w, "layers");
+		jw_num(w, "time_ms", time, 4);
+		jw_arr(w, "uuids", true);
 		for (int r = 0; r < pb->nranks; r++)
 			if (pb->rank_stage[r] == s)
-				jw_str(&w, NULL, gpu_of(pb, flat[r])->uuid);
-		jw_end_arr(&w);
-		jw_arr(&w, "gpus", true);
+				jw_str(w, NULL, gpu_of(pb, flat[r])->uuid);
+		jw_end_arr(w);
+		jw_arr(w, "gpus", true);
 		for (int r = 0; r < pb->nranks; r++)
 			if (pb->rank_stage[r] == s) {
 				char buf[300];
 				snprintf(buf, sizeof buf, "%s:%d",
 				         pb->c->nodes[pb->gpu_host[flat[r]]].host,
 				         gpu_of(pb, flat[r])->index);
-				jw_str(&w, NULL, buf);
+				jw_str(w, NULL, buf);
 				temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
 			}
-		jw_end_arr(&w);
-		jw_num(&w, "predicted_temp_c", temp, 2);
+		jw_end_arr(w);
+		jw_num(w, "predicted_temp_c", temp, 2);
 		tmp.len = 0;
 		tmp.s[0] = '\0';
 		tm_why_stage(pb, flat, base, t, s, &tmp);
-		jw_str(&w, "why", tmp.s);
-		jw_end_obj(&w);
+		jw_str(w, "why", tmp.s);
+		jw_end_obj(w);
 	}
-	jw_end_arr(&w);
-	jw_arr(&w, "notes", false);
-	for (int i = 0; i < pb->nnotes; i++)
-		jw_str(&w, NULL, pb->notes[i]);
-	jw_end_arr(&w);
-	jw_end_obj(&w);
+	jw_end_arr(w);
 	sb_free(&tmp);
+}
+
+/* "notes": what the problem's builder assumed. */
+static void write_notes(jw *w, const tm_problem *pb)
+{
+	jw_arr(w, "notes", false);
+	for (int i = 0; i < pb->nnotes; i++)
+		jw_str(w, NULL, pb->notes[i]);
+	jw_end_arr(w);
+}
+
+/* plan.json, one writer per section, in the order the file has them;
+ * extra (may be NULL) adds members after "decision". A new field goes
+ * into its section's writer (and check's and planread's readers, which
+ * read plan.json on their own). */
+static void write_json(const tm_problem *pb, const tm_solution *sol,
+                       const int *flat, const int *base, const char *id,
+                       tm_plan_extra extra, void *ud, strbuf *out)
+{
+	double t = sol->ev.iteration_ms;
+	jw w;
+
+	jw_init(&w, out);
+	jw_obj(&w, NULL, false);
+	write_head(&w, pb, id);
+	write_inputs(&w, pb);
+	write_solver(&w, pb, sol);
+	write_predicted(&w, pb, sol, flat);
+	write_decision(&w, pb, sol);
+	if (extra)
+		extra(&w, ud);
+	write_constraints(&w, pb->pol);
+	write_job(&w, pb);
+	if (pb->job->relayered)
+		write_layers(&w, pb->job);
+	write_nodes(&w, pb, flat);
+	write_ranks(&w, pb, flat, t);
+	write_stages(&w, pb, flat, base, t);
+	write_notes(&w, pb);
+	jw_end_obj(&w);
 }
 
 static void write_env(const tm_problem *pb, const int *flat, int n,
@@ -997,10 +953,7 @@ out:
 
 /* ---- layers a policy chose ---------------------------------------------- */
 
-/* The Megatron-Core arguments for the policy's layers per chunk: the
- * layout string always, the two uneven-split flags when they can say the
- * same (docs/layout.md). NULL first/last: the flags cannot. */
-static char *megatron_layers(const tm_job *j, int *first, int *last)
+char *tm_megatron_layers(const tm_job *j, int *first, int *last)
 {
 	int *n = xmalloc(sizeof(int) * (size_t)j->nstages);
 	tm_layout l;
@@ -1020,7 +973,7 @@ static char *megatron_layers(const tm_job *j, int *first, int *last)
 static void write_layers(jw *w, const tm_job *j)
 {
 	int first, last;
-	char *lay = megatron_layers(j, &first, &last);
+	char *lay = tm_megatron_layers(j, &first, &last);
 	jw_obj(w, "layers", false);
 	jw_arr(w, "chunks", true);
 	for (int c = 0; c < j->nstages; c++)
@@ -1043,74 +996,4 @@ static void write_layers(jw *w, const tm_job *j)
 	jw_end_obj(w);
 	jw_end_obj(w);
 	free(lay);
-}
-
-/* ---- the text a user reads ---------------------------------------------- */
-
-char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
-{
-	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	const tm_eval *e = &sol->ev, *b0 = &sol->baseline;
-	strbuf b;
-
-	tm_placement_to_flat(pb, sol->pl, flat);
-	tm_identity(pb, base);
-	sb_init(&b);
-	sb_add(&b, "policy ");
-	sb_add_text(&b, pb->pol->name);
-	sb_addf(&b, " (%s%s%s): %s", tm_method_name(pb->pol->method),
-	        sol->formulation[0] ? ", " : "", sol->formulation, sol->status);
-	if (!isnan(sol->bound))
-		/* a gap too small for two decimals is not shown as zero */
-		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.*f %%",
-		        sol->objective, sol->bound,
-		        sol->gap > 0 && sol->gap < 1e-4 ? 4 : 2, sol->gap * 100);
-	sb_addf(&b, ", %.0f ms\n", sol->time_ms);
-	sb_addf(&b, "iteration %.2f ms (", e->iteration_ms);
-	if (tm_allreduce_ms(pb, flat) > 0)
-		sb_addf(&b, "all-reduce %.2f ms; ", tm_allreduce_ms(pb, flat));
-	sb_addf(&b, "identity %.2f ms, %+.2f %%); peak "
-	        "%.1f °C (identity %.1f °C, %+.1f °C); %d of %d ranks moved\n",
-	        b0->iteration_ms,
-	        (b0->iteration_ms - e->iteration_ms) / b0->iteration_ms * 100,
-	        e->peak_temp_c, b0->peak_temp_c, e->peak_temp_c - b0->peak_temp_c,
-	        e->moves, pb->nranks);
-	if (sol->rule.verdict != TM_VERDICT_NONE)
-		sb_addf(&b, "decision: %s\n", sol->rule.reason);
-	for (int s = 0; s < pb->npp; s++) {
-		sb_addf(&b, "stage %d: ", s);
-		tm_why_stage(pb, flat, base, e->iteration_ms, s, &b);
-		sb_add(&b, "\n");
-	}
-	if (pb->job->relayered) {
-		int first, last;
-		char *lay = megatron_layers(pb->job, &first, &last);
-		sb_add(&b, "layers per chunk:");
-		for (int c = 0; c < pb->job->nstages; c++)
-			sb_addf(&b, " %d", pb->job->stages[c].layers);
-		sb_addf(&b, "\nMegatron-Core: --pipeline-model-parallel-layout "
-		        "'%s'", lay ? lay : "?");
-		if (first != -2) {
-			sb_add(&b, ", or");
-			if (first >= 0)
-				sb_addf(&b, " --decoder-first-pipeline-num-layers %d",
-				        first);
-			if (last >= 0)
-				sb_addf(&b, " --decoder-last-pipeline-num-layers %d",
-				        last);
-			if (first < 0 && last < 0)
-				sb_add(&b, " the default even split");
-		}
-		sb_add(&b, "\n");
-		free(lay);
-	}
-	for (int i = 0; i < pb->nnotes; i++) {
-		sb_add(&b, "note: ");
-		sb_add_text(&b, pb->notes[i]);
-		sb_add(&b, "\n");
-	}
-	free(flat);
-	free(base);
-	return b.s;
 }

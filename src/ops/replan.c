@@ -19,6 +19,11 @@
  * best is written only when it beats keep (or least) by more than the
  * minimum gain; else keep exits 3, and least is written when something
  * had to move. The decision goes out as one JSON line.
+ *
+ * In that order: the candidates are evaluated, replan_decide (pure: the
+ * evaluations and thresholds in, enum tm_decision and its numbers out)
+ * applies the rule, reason_text says why, and only then is anything
+ * written. The rule lives in replan_decide and nowhere else.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -89,16 +94,16 @@ static int prev_job(const prev *P, const tm_job *j, tm_job **jr,
 	return 0;
 }
 
-static const prev *sort_prev;
-
-static int cmp_prev_gpu(const void *a, const void *b)
+/* Ranks of the previous plan (ctx) by host, GPU index, then rank. */
+static int cmp_prev_gpu(const void *a, const void *b, void *ctx)
 {
+	const prev *P = ctx;
 	int x = *(const int *)a, y = *(const int *)b;
-	int c = strcmp(sort_prev->d.r[x].host, sort_prev->d.r[y].host);
+	int c = strcmp(P->d.r[x].host, P->d.r[y].host);
 	if (c)
 		return c;
-	if (sort_prev->d.r[x].gpu != sort_prev->d.r[y].gpu)
-		return sort_prev->d.r[x].gpu < sort_prev->d.r[y].gpu ? -1 : 1;
+	if (P->d.r[x].gpu != P->d.r[y].gpu)
+		return P->d.r[x].gpu < P->d.r[y].gpu ? -1 : 1;
 	return x - y;
 }
 
@@ -109,8 +114,7 @@ static int prev_shared_gpu(const prev *P, tm_error *err)
 	int *o = xmalloc(sizeof(int) * (size_t)P->d.n), rc = 0;
 	for (int r = 0; r < P->d.n; r++)
 		o[r] = r;
-	sort_prev = P;
-	qsort(o, (size_t)P->d.n, sizeof(int), cmp_prev_gpu);
+	tm_sort(o, (size_t)P->d.n, sizeof(int), cmp_prev_gpu, (void *)P);
 	for (int i = 1; i < P->d.n && !rc; i++) {
 		const tm_plan_rank *a = &P->d.r[o[i]], *b = &P->d.r[o[i - 1]];
 		if (!strcmp(a->host, b->host) && a->gpu == b->gpu)
@@ -122,12 +126,12 @@ static int prev_shared_gpu(const prev *P, tm_error *err)
 	return rc;
 }
 
-static const tm_cluster *sort_cluster;
-
-static int cmp_host_name(const void *a, const void *b)
+/* Hosts of the cluster (ctx) by name. */
+static int cmp_host_name(const void *a, const void *b, void *ctx)
 {
-	return strcmp(sort_cluster->nodes[*(const int *)a].host,
-	              sort_cluster->nodes[*(const int *)b].host);
+	const tm_cluster *c = ctx;
+	return strcmp(c->nodes[*(const int *)a].host,
+	              c->nodes[*(const int *)b].host);
 }
 
 /* The cluster's hosts in name order, for find_host. */
@@ -136,8 +140,7 @@ static int *hosts_by_name(const tm_cluster *c)
 	int *o = xmalloc(sizeof(int) * (size_t)(c->nnodes ? c->nnodes : 1));
 	for (int h = 0; h < c->nnodes; h++)
 		o[h] = h;
-	sort_cluster = c;
-	qsort(o, (size_t)c->nnodes, sizeof(int), cmp_host_name);
+	tm_sort(o, (size_t)c->nnodes, sizeof(int), cmp_host_name, (void *)c);
 	return o;
 }
 
@@ -331,6 +334,101 @@ static bool repair(const tm_problem *pb, int *flat)
  * the whole time limit. */
 #define LEAST_EXACT_MAX 256
 
+/* A solution for a placement no solver phase produced (the repair). */
+static void hand_solution(const tm_problem *pb, const int *flat,
+                          tm_solution *sol)
+{
+	int *id = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	memset(sol, 0, sizeof *sol);
+	tm_identity(pb, id);
+	tm_eval_flat(pb, id, 0, &sol->baseline);
+	sol->baseline_ok = true;
+	free(id);
+	tm_eval_flat(pb, flat, 0, &sol->ev);
+	sol->ev.feasible = true;
+	snprintf(sol->status, sizeof sol->status, "heuristic");
+	snprintf(sol->formulation, sizeof sol->formulation, "repair");
+	sol->objective = sol->ev.moves;
+	sol->bound = sol->gap = NAN;
+	sol->t_ref_ms = sol->ev.iteration_ms;
+	sol->pl = tm_placement_new(pb->nranks);
+	tm_flat_to_placement(pb, flat, sol->pl);
+}
+
+/* Keep, or the least change. *keep_ok: the previous placement ref can
+ * stay as it is (least is ref then); else why says why not, least gets
+ * the fewest moves that make it valid, and *pl and lsol the problem
+ * (moves first, under the policy *lc, which *pl borrows: the caller's,
+ * to outlive it) and the solution to write it with. nl: ranks whose GPU
+ * is gone. */
+static int least_change(const tm_cluster *c, const tm_profile *p,
+                        const tm_job *j, const tm_policy *pol,
+                        bool allow_unprofiled, tm_problem *pb,
+                        const int *ref, char **lost, int nl, int *least,
+                        bool *keep_ok, char *why, size_t whylen,
+                        tm_policy *lc, tm_problem **pl, tm_solution *lsol,
+                        tm_error *err)
+{
+	bool fixed;
+	int rc;
+
+	memcpy(least, ref, sizeof(int) * (size_t)pb->nranks);
+	tm_problem_set_reference(pb, ref, pol->move_cost_ms, NULL);
+	*keep_ok = valid(pb, ref, why, whylen);
+	if (*keep_ok)
+		return 0;
+	if (nl) {
+		for (int r = 0; r < pb->nranks; r++)
+			if (lost[r]) {
+				snprintf(why, whylen, "%s%s", lost[r], nl > 1 ?
+				         " (and more)" : "");
+				break;
+			}
+	}
+	fixed = repair(pb, least);
+	/* the fewest moves, exactly, where the direct program applies */
+	*lc = *pol;
+	lc->method = TM_METHOD_ILP;
+	lc->move_cost_ms = 0;
+	lc->ncrit = 0;
+	lc->crit[lc->ncrit++] = TM_CRIT_MOVES;
+	for (int k = 0; k < pol->ncrit; k++)
+		if (pol->crit[k] != TM_CRIT_MOVES)
+			lc->crit[lc->ncrit++] = pol->crit[k];
+	if ((rc = tm_problem_open(c, p, j, lc, allow_unprofiled, true, pl,
+	                          err)))
+		return rc;
+	tm_problem_set_reference(*pl, ref, 0, fixed ? least : NULL);
+	if ((double)(*pl)->nranks * (*pl)->ngpu <= LEAST_EXACT_MAX) {
+		int *x = xmalloc(sizeof(int) * (size_t)(*pl)->nranks);
+		tm_eval a, b;
+		rc = tm_solve(*pl, lsol, err);
+		if (rc && !(fixed && rc == TM_ELIMIT)) {
+			free(x);
+			return rc;
+		}
+		/* a program stopped by its time limit may have no answer, or
+		 * one that moves more than the repair: the repair stands */
+		if (!rc) {
+			tm_placement_to_flat(*pl, lsol->pl, x);
+			tm_eval_flat(*pl, x, 0, &a);
+			tm_eval_flat(*pl, least, 0, &b);
+		}
+		if (!rc && (!fixed || a.moves <= b.moves))
+			memcpy(least, x, sizeof(int) * (size_t)(*pl)->nranks);
+		else
+			tm_solution_clear(lsol);
+		free(x);
+	} else if (!fixed) {
+		return tm_fail(err, TM_EINFEASIBLE, "infeasible: the previous "
+		               "placement cannot stay (%s), and no node can move "
+		               "to a free host", why);
+	}
+	if (!lsol->pl)
+		hand_solution(*pl, least, lsol);
+	return 0;
+}
+
 /* ---- the decision ---------------------------------------------------------- */
 
 int tm_min_gain_parse(const char *s, tm_min_gain *g)
@@ -361,6 +459,153 @@ int tm_min_gain_parse(const char *s, tm_min_gain *g)
 	return rc;
 }
 
+/* The two placements replan weighs, evaluated under the new profile. */
+typedef struct candidates {
+	tm_eval from;        /* the previous placement, or its least change
+	                        when it cannot stay */
+	tm_eval best;        /* the policy's best (moves priced) */
+	bool keep_ok;        /* the previous placement can stay */
+	bool same;           /* best is from itself */
+	bool ranked_below;   /* the policy's order puts best below from */
+	tm_gain g;           /* best over from, with the model's uncertainty */
+} candidates;
+
+/* Why the policy's best is not written, when it is not. */
+enum stay_why {
+	STAY_NONE,           /* it is written (TM_MOVE) */
+	STAY_SAME,           /* it is from itself */
+	STAY_TRADE,          /* past a threshold, but it trades time and peak
+	                        temperature beyond the policy's exchange rate */
+	STAY_ORDER,          /* past a threshold, but the policy's order of
+	                        criteria ranks it below from */
+	STAY_SHORT           /* short of the minimum gain, or of the model's
+	                        uncertainty */
+};
+
+/* What replan decided, and the numbers it decided on. */
+typedef struct decision {
+	int decision;        /* enum tm_decision */
+	int why;             /* enum stay_why */
+	double gain_t;       /* best over from: iteration time, % of from's */
+	double gain_net;     /* the same net of move costs (cost_ms), % */
+	double gain_p;       /* peak temperature drop, °C */
+} decision;
+
+static const char *const decision_names[] = {
+	[TM_KEEP] = "keep", [TM_MOVE] = "move", [TM_REPAIR] = "repair",
+};
+
+/* The rule (docs/replan.md): best is written when it differs from from
+ * and gains more than either minimum and more than that gain's own
+ * uncertainty (a gain the model cannot tell from noise moves nothing),
+ * trades time and temperature only at the policy's exchange rate
+ * (rate, °C per 1 %; NAN: none), and the policy's own order does not rank
+ * it below from. Otherwise the previous plan is kept, or its least change
+ * written when it cannot stay. Pure: no I/O, nothing but its answer. */
+static decision replan_decide(const candidates *C, const tm_min_gain *mg,
+                              double rate)
+{
+	decision D;
+	bool past, trade;
+
+	D.gain_t = (C->from.iteration_ms - C->best.iteration_ms) /
+	           C->from.iteration_ms * 100;
+	D.gain_net = (C->from.cost_ms - C->best.cost_ms) /
+	             C->from.iteration_ms * 100;
+	D.gain_p = C->from.peak_temp_c - C->best.peak_temp_c;
+	D.decision = C->keep_ok ? TM_KEEP : TM_REPAIR;
+	if (C->same) {
+		D.why = STAY_SAME;
+		return D;
+	}
+	past = (D.gain_net > mg->time_pct && D.gain_net > C->g.time_sd) ||
+	       (D.gain_p > mg->peak_c && D.gain_p > C->g.peak_sd);
+	trade = tm_gain_lost(&C->g) && !tm_gain_worth(&C->g, rate);
+	if (past && !trade && !C->ranked_below) {
+		D.decision = TM_MOVE;
+		D.why = STAY_NONE;
+	} else {
+		D.why = !past ? STAY_SHORT : trade ? STAY_TRADE : STAY_ORDER;
+	}
+	return D;
+}
+
+/* ---- the reason ------------------------------------------------------------ */
+
+/* x for printing with one or two decimals: no "-0.0" */
+static double nz(double x)
+{
+	return fabs(x) < 0.005 ? 0 : x;
+}
+
+static void fmt_need(const tm_min_gain *mg, strbuf *b)
+{
+	if (isfinite(mg->time_pct))
+		sb_addf(b, "more than %g %% iteration time", mg->time_pct);
+	if (isfinite(mg->time_pct) && isfinite(mg->peak_c))
+		sb_add(b, " or ");
+	if (isfinite(mg->peak_c))
+		sb_addf(b, "more than %g °C peak temperature", mg->peak_c);
+	if (!isfinite(mg->time_pct) && !isfinite(mg->peak_c))
+		sb_add(b, "a gain");
+}
+
+/* The decision in one sentence, for people and for plan.json: pb gives
+ * the policy's criteria and exchange rate, keep_why why the previous
+ * placement cannot stay, must the fewest moves that make it valid. */
+static void reason_text(const decision *D, const candidates *C,
+                        const tm_min_gain *mg, const tm_problem *pb,
+                        const char *keep_why, int must, strbuf *b)
+{
+	const char *over = C->keep_ok ? "keeping the previous plan" :
+	                   "its least change";
+
+	if (D->decision == TM_MOVE) {
+		sb_addf(b, "the best placement gains %.2f %% iteration time "
+		        "(%.2f ± %.2f %% net of move costs) and %.1f ± %.1f °C "
+		        "peak over %s, moving %d rank(s); the minimum is ",
+		        nz(D->gain_t), nz(D->gain_net), C->g.time_sd,
+		        nz(D->gain_p), C->g.peak_sd, over, C->best.moves);
+		fmt_need(mg, b);
+		sb_add(b, ", beyond the model's uncertainty");
+		return;
+	}
+	if (D->why == STAY_SAME)
+		sb_addf(b, "the policy's best placement is %s",
+		        C->keep_ok ? "the previous one" : "the least change");
+	else
+		sb_addf(b, "the best placement gains %.2f %% iteration time "
+		        "(%.2f ± %.2f %% net of move costs) and %.1f ± %.1f °C "
+		        "peak over %s; ", nz(D->gain_t), nz(D->gain_net),
+		        C->g.time_sd, nz(D->gain_p), C->g.peak_sd, over);
+	if (D->why == STAY_TRADE) {
+		/* past a threshold, but it loses what the rate does not buy */
+		sb_add(b, "it would trade one for the other (");
+		tm_gain_text(&C->g, b);
+		if (isfinite(pb->pol->exchange_c_per_pct))
+			sb_addf(b, ") beyond the policy's rate of %g °C per 1 %%",
+			        pb->pol->exchange_c_per_pct);
+		else
+			sb_add(b, ") and the policy sets no exchange rate");
+	} else if (D->why == STAY_ORDER) {
+		/* past a threshold, but a trade the policy's order refuses */
+		sb_add(b, "the policy ranks it below that (criteria");
+		for (int k = 0; k < pb->ncrit; k++)
+			sb_addf(b, "%s%s", k ? ", " : " ", tm_crit_name(pb->crit[k]));
+		sb_add(b, ")");
+	} else if (D->why == STAY_SHORT) {
+		sb_add(b, "that falls short of ");
+		fmt_need(mg, b);
+		sb_add(b, ", or of the model's uncertainty");
+	}
+	if (!C->keep_ok)
+		sb_addf(b, "; the previous placement cannot stay (%s), so the "
+		        "fewest moves (%d) are written", keep_why, must);
+}
+
+/* ---- writing --------------------------------------------------------------- */
+
+/* What the writers need: the decision, its reason, and the placements. */
 typedef struct replan {
 	const tm_problem *pb;     /* the problem of the written plan */
 	const prev *P;
@@ -368,16 +613,13 @@ typedef struct replan {
 	char **lost;              /* why a previous GPU is gone */
 	const int *flat;          /* the written placement */
 	const int *from;          /* the placement compared with */
-	const char *decision;
+	candidates C;
+	decision D;
 	const char *reason;
-	bool keep_ok;
-	const char *keep_why;
-	tm_eval from_ev, best_ev;
+	const char *keep_why;     /* NULL when the previous plan can stay */
 	int must;                 /* fewest moves of any valid placement */
 	const tm_min_gain *mg;
 	double move_cost_ms;      /* the policy's price of a moved rank */
-	double gain_t, gain_net, gain_p;
-	tm_gain g;                /* of the best over from, with uncertainty */
 } replan;
 
 static void gpu_name(const tm_problem *pb, int g, char *buf, size_t len)
@@ -404,7 +646,7 @@ static void move_why(const replan *R, int r, strbuf *b)
 		        pb->c->nodes[pb->gpu_host[o]].ngpus, pb->nproc);
 		return;
 	}
-	if (!strcmp(R->decision, "repair")) {
+	if (R->D.decision == TM_REPAIR) {
 		for (int i = 0; i < pb->nproc; i++)
 			if (R->ref[n0 + i] < 0) {
 				sb_addf(b, "forced: node rank %d makes room for rank %d "
@@ -420,8 +662,8 @@ static void move_why(const replan *R, int r, strbuf *b)
 	gpu_name(pb, o, a, sizeof a);
 	gpu_name(pb, g, z, sizeof z);
 	{
-		double t0 = tm_rank_temp(pb, r, o, R->from_ev.iteration_ms);
-		double t1 = tm_rank_temp(pb, r, g, R->best_ev.iteration_ms);
+		double t0 = tm_rank_temp(pb, r, o, R->C.from.iteration_ms);
+		double t1 = tm_rank_temp(pb, r, g, R->C.best.iteration_ms);
 		/* what this rank's move does, then what the plan buys with it:
 		 * a rank may run hotter in a plan that is cooler at its peak */
 		sb_addf(b, "move: stage %d", s);
@@ -433,7 +675,7 @@ static void move_why(const replan *R, int r, strbuf *b)
 		        "°C (%.1f °C %s); the plan: ", a, z, pb->derate[o],
 		        pb->derate[g], t0, t1, fabs(t1 - t0),
 		        t1 <= t0 ? "cooler" : "hotter");
-		tm_gain_text(&R->g, b);
+		tm_gain_text(&R->C.g, b);
 	}
 }
 
@@ -465,21 +707,21 @@ static void write_replan(jw *w, void *ud)
 	sb_init(&b);
 	jw_obj(w, "replan", false);
 	jw_str(w, "previous", R->P->d.id);
-	jw_str(w, "decision", R->decision);
+	jw_str(w, "decision", decision_names[R->D.decision]);
 	jw_str(w, "reason", R->reason);
-	jw_bool(w, "previous_valid", R->keep_ok);
+	jw_bool(w, "previous_valid", R->C.keep_ok);
 	if (R->keep_why)
 		jw_str(w, "previous_invalid_why", R->keep_why);
 	else
 		jw_null(w, "previous_invalid_why");
 	jw_int(w, "fewest_moves", R->must);
-	write_eval(w, R->keep_ok ? "kept" : "least_change", &R->from_ev);
-	write_eval(w, "written", R->flat == R->from ? &R->from_ev :
-	           &R->best_ev);
+	write_eval(w, R->C.keep_ok ? "kept" : "least_change", &R->C.from);
+	write_eval(w, "written", R->flat == R->from ? &R->C.from :
+	           &R->C.best);
 	jw_obj(w, "gain", true);
-	jw_num(w, "time_pct", R->gain_t, 3);
-	jw_num(w, "net_time_pct", R->gain_net, 3);
-	jw_num(w, "peak_c", R->gain_p, 2);
+	jw_num(w, "time_pct", R->D.gain_t, 3);
+	jw_num(w, "net_time_pct", R->D.gain_net, 3);
+	jw_num(w, "peak_c", R->D.gain_p, 2);
 	jw_end_obj(w);
 	write_min_gain(w, R->mg);
 	jw_num(w, "move_cost_ms", R->move_cost_ms, 4);
@@ -510,69 +752,53 @@ static void write_replan(jw *w, void *ud)
 	sb_free(&b);
 }
 
-/* A solution for a placement no solver phase produced (the repair). */
-static void hand_solution(const tm_problem *pb, const int *flat,
-                          tm_solution *sol)
+/* The ranks the placement that runs next moves off the previous plan. */
+static int moved_ranks(const replan *R)
 {
-	int *id = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	memset(sol, 0, sizeof *sol);
-	tm_identity(pb, id);
-	tm_eval_flat(pb, id, 0, &sol->baseline);
-	sol->baseline_ok = true;
-	free(id);
-	tm_eval_flat(pb, flat, 0, &sol->ev);
-	sol->ev.feasible = true;
-	snprintf(sol->status, sizeof sol->status, "heuristic");
-	snprintf(sol->formulation, sizeof sol->formulation, "repair");
-	sol->objective = sol->ev.moves;
-	sol->bound = sol->gap = NAN;
-	sol->t_ref_ms = sol->ev.iteration_ms;
-	sol->pl = tm_placement_new(pb->nranks);
-	tm_flat_to_placement(pb, flat, sol->pl);
+	return R->D.decision == TM_MOVE ? R->C.best.moves :
+	       R->D.decision == TM_REPAIR ? R->C.from.moves : 0;
 }
 
 /* The one-line decision for scripts. */
-static char *decision_line(const replan *R, const char *plan_id,
-                           const tm_min_gain *mg)
+static char *decision_line(const replan *R, const char *plan_id)
 {
+	const tm_min_gain *mg = R->mg;
 	strbuf b;
 	jw w;
 	sb_init(&b);
 	jw_init(&w, &b);
 	jw_obj(&w, NULL, true);
-	jw_str(&w, "decision", R->decision);
-	jw_int(&w, "exit", strcmp(R->decision, "keep") ? 0 : TM_ENOCHANGE);
+	jw_str(&w, "decision", decision_names[R->D.decision]);
+	jw_int(&w, "exit", R->D.decision == TM_KEEP ? TM_ENOCHANGE : 0);
 	jw_str(&w, "reason", R->reason);
 	jw_str(&w, "previous", R->P->d.id);
 	if (plan_id && *plan_id)
 		jw_str(&w, "plan", plan_id);
 	else
 		jw_null(&w, "plan");
-	jw_bool(&w, "previous_valid", R->keep_ok);
+	jw_bool(&w, "previous_valid", R->C.keep_ok);
 	jw_int(&w, "fewest_moves", R->must);
-	jw_int(&w, "moved_ranks", !strcmp(R->decision, "move") ?
-	       R->best_ev.moves : !strcmp(R->decision, "repair") ?
-	       R->from_ev.moves : 0);
-	write_eval(&w, R->keep_ok ? "kept" : "least_change", &R->from_ev);
-	write_eval(&w, "best", &R->best_ev);
+	jw_int(&w, "moved_ranks", moved_ranks(R));
+	write_eval(&w, R->C.keep_ok ? "kept" : "least_change", &R->C.from);
+	write_eval(&w, "best", &R->C.best);
 	jw_obj(&w, "gain", true);
-	jw_num(&w, "time_pct", R->gain_t, 3);
-	jw_num(&w, "net_time_pct", R->gain_net, 3);
-	jw_num(&w, "time_sd_pct", R->g.time_sd, 3);
-	jw_num(&w, "peak_c", R->gain_p, 2);
-	jw_num(&w, "peak_sd_c", R->g.peak_sd, 2);
-	jw_int(&w, "hot_rank", R->g.hot_rank);
-	jw_num(&w, "hot_c", R->g.hot_c, 2);
-	jw_num(&w, "hot_sd_c", R->g.hot_sd, 2);
+	jw_num(&w, "time_pct", R->D.gain_t, 3);
+	jw_num(&w, "net_time_pct", R->D.gain_net, 3);
+	jw_num(&w, "time_sd_pct", R->C.g.time_sd, 3);
+	jw_num(&w, "peak_c", R->D.gain_p, 2);
+	jw_num(&w, "peak_sd_c", R->C.g.peak_sd, 2);
+	jw_int(&w, "hot_rank", R->C.g.hot_rank);
+	jw_num(&w, "hot_c", R->C.g.hot_c, 2);
+	jw_num(&w, "hot_sd_c", R->C.g.hot_sd, 2);
 	jw_end_obj(&w);
 	write_min_gain(&w, mg);
-	if (strcmp(R->decision, "move")) {
+	if (R->D.decision != TM_MOVE) {
 		/* against the larger of the minimum and the uncertainty */
 		jw_obj(&w, "short_by", true);
-		jw_num(&w, "time_pct", fmax(mg->time_pct, R->g.time_sd) -
-		       R->gain_net, 3);
-		jw_num(&w, "peak_c", fmax(mg->peak_c, R->g.peak_sd) - R->gain_p,
-		       2);
+		jw_num(&w, "time_pct", fmax(mg->time_pct, R->C.g.time_sd) -
+		       R->D.gain_net, 3);
+		jw_num(&w, "peak_c", fmax(mg->peak_c, R->C.g.peak_sd) -
+		       R->D.gain_p, 2);
 		jw_end_obj(&w);
 	}
 	jw_num(&w, "move_cost_ms", R->move_cost_ms, 4);
@@ -582,40 +808,37 @@ static char *decision_line(const replan *R, const char *plan_id,
 	return b.s;
 }
 
-/* x for printing with one or two decimals: no "-0.0" */
-static double nz(double x)
+/* res from the decision: the placement that runs next (in pb's GPUs) and
+ * the two descriptions; id: the plan written ("" when kept); wpb and
+ * wsol: the problem and solution of the placement written. */
+static void fill_result(const replan *R, const char *id,
+                        const tm_problem *pb, const tm_problem *wpb,
+                        const tm_solution *wsol, tm_replan_result *res)
 {
-	return fabs(x) < 0.005 ? 0 : x;
+	strbuf text;
+
+	res->decision = R->D.decision;
+	memcpy(res->plan_id, id, 17);
+	memcpy(res->prev_id, R->P->d.id, 17);
+	res->pl = tm_placement_new(pb->nranks);
+	tm_flat_to_placement(pb, R->flat, res->pl);
+	res->moved = moved_ranks(R);
+	res->fewest_moves = R->must;
+	res->json = decision_line(R, id);
+	/* the reason may name the cluster file: shown, it stays one line */
+	sb_init(&text);
+	sb_addf(&text, "replan %s: ", decision_names[R->D.decision]);
+	sb_add_text(&text, R->reason);
+	sb_add(&text, "\n");
+	if (R->D.decision != TM_KEEP) {
+		char *s = tm_plan_summary(wpb, wsol);
+		sb_add(&text, s);
+		free(s);
+	}
+	res->text = text.s;
 }
 
-/* A gain past either threshold and past its own uncertainty (a gain the
- * model cannot tell from noise moves nothing), by a placement the policy
- * does not rank below the reference (its own order decides what may be
- * traded). */
-static bool worth(const tm_problem *pb, const tm_eval *ref,
-                  const tm_eval *best, const tm_min_gain *mg, double net,
-                  double dp, const tm_gain *g)
-{
-	if (tm_eval_better(pb, ref, best))
-		return false;
-	/* a trade only at the policy's exchange rate */
-	if (tm_gain_lost(g) && !tm_gain_worth(g, pb->pol->exchange_c_per_pct))
-		return false;
-	return (net > mg->time_pct && net > g->time_sd) ||
-	       (dp > mg->peak_c && dp > g->peak_sd);
-}
-
-static void fmt_need(const tm_min_gain *mg, strbuf *b)
-{
-	if (isfinite(mg->time_pct))
-		sb_addf(b, "more than %g %% iteration time", mg->time_pct);
-	if (isfinite(mg->time_pct) && isfinite(mg->peak_c))
-		sb_add(b, " or ");
-	if (isfinite(mg->peak_c))
-		sb_addf(b, "more than %g °C peak temperature", mg->peak_c);
-	if (!isfinite(mg->time_pct) && !isfinite(mg->peak_c))
-		sb_add(b, "a gain");
-}
+/* ---- replan ---------------------------------------------------------------- */
 
 int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
               const tm_policy *pol, const char *prev_dir,
@@ -626,12 +849,12 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	tm_job *jr = NULL;
 	const tm_job *j;
 	tm_problem *pb = NULL, *pl = NULL;
-	tm_policy lc;
+	tm_policy lc;             /* the least change's policy: pl's */
 	tm_solution sol, lsol;
 	int *ref = NULL, *least = NULL, *best = NULL, rc, nl = 0;
 	char **lost = NULL, why[512] = "", id[17] = "";
 	replan R;
-	strbuf reason, text;
+	strbuf reason;
 	const tm_problem *wpb;
 	const tm_solution *wsol;
 
@@ -639,21 +862,14 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	memset(&sol, 0, sizeof sol);
 	memset(&lsol, 0, sizeof lsol);
 	memset(&R, 0, sizeof R);
-	sb_init(&reason);
-	sb_init(&text);
-	if (pol->rebalance || pol->method == TM_METHOD_ALTERNATING) {
-		sb_free(&reason);
-		sb_free(&text);
+	if (pol->rebalance || pol->method == TM_METHOD_ALTERNATING)
 		return tm_fail(err, TM_EUSAGE, "policy %s chooses layers per "
 		               "stage; replan keeps the previous plan's layers and "
 		               "moves ranks only (plan anew with thermap plan to "
 		               "change layers)", pol->name);
-	}
-	if ((rc = prev_load(prev_dir, &P, err))) {
-		sb_free(&reason);
-		sb_free(&text);
+	if ((rc = prev_load(prev_dir, &P, err)))
 		return rc;
-	}
+	sb_init(&reason);
 	if ((rc = prev_job(&P, j0, &jr, err)))
 		goto out;
 	j = jr ? jr : j0;
@@ -669,179 +885,54 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	for (int r = 0; r < pb->nranks; r++)
 		nl += ref[r] < 0;
 
-	/* keep, or the least change */
-	memcpy(least, ref, sizeof(int) * (size_t)pb->nranks);
-	tm_problem_set_reference(pb, ref, pol->move_cost_ms, NULL);
-	R.keep_ok = valid(pb, ref, why, sizeof why);
-	if (!R.keep_ok) {
-		bool fixed;
-		if (nl) {
-			for (int r = 0; r < pb->nranks; r++)
-				if (lost[r]) {
-					snprintf(why, sizeof why, "%s%s", lost[r], nl > 1 ?
-					         " (and more)" : "");
-					break;
-				}
-		}
-		R.keep_why = why;
-		fixed = repair(pb, least);
-		/* the fewest moves, exactly, where the direct program applies */
-		lc = *pol;
-		lc.method = TM_METHOD_ILP;
-		lc.move_cost_ms = 0;
-		lc.ncrit = 0;
-		lc.crit[lc.ncrit++] = TM_CRIT_MOVES;
-		for (int k = 0; k < pol->ncrit; k++)
-			if (pol->crit[k] != TM_CRIT_MOVES)
-				lc.crit[lc.ncrit++] = pol->crit[k];
-		if ((rc = tm_problem_open(c, p, j, &lc, allow_unprofiled, true,
-		                          &pl, err)))
-			goto out;
-		tm_problem_set_reference(pl, ref, 0, fixed ? least : NULL);
-		if ((double)pl->nranks * pl->ngpu <= LEAST_EXACT_MAX) {
-			int *x = xmalloc(sizeof(int) * (size_t)pl->nranks);
-			tm_eval a, b;
-			rc = tm_solve(pl, &lsol, err);
-			if (rc && !(fixed && rc == TM_ELIMIT)) {
-				free(x);
-				goto out;
-			}
-			/* a program stopped by its time limit may have no answer,
-			 * or one that moves more than the repair: the repair stands */
-			if (!rc) {
-				tm_placement_to_flat(pl, lsol.pl, x);
-				tm_eval_flat(pl, x, 0, &a);
-				tm_eval_flat(pl, least, 0, &b);
-			}
-			if (!rc && (!fixed || a.moves <= b.moves))
-				memcpy(least, x, sizeof(int) * (size_t)pl->nranks);
-			else
-				tm_solution_clear(&lsol);
-			rc = 0;
-			free(x);
-		} else if (!fixed) {
-			rc = tm_fail(err, TM_EINFEASIBLE, "infeasible: the previous "
-			             "placement cannot stay (%s), and no node can move "
-			             "to a free host", why);
-			goto out;
-		}
-		if (!lsol.pl)
-			hand_solution(pl, least, &lsol);
-	}
-	tm_eval_flat(pb, least, 0, &R.from_ev);
-	R.must = R.keep_ok ? 0 : R.from_ev.moves;
-
-	/* the policy's best, weighing the least change as a candidate */
+	/* the candidates: keep (or the least change), and the policy's best,
+	 * which weighs the least change as a candidate of its own */
+	if ((rc = least_change(c, p, j, pol, allow_unprofiled, pb, ref, lost,
+	                       nl, least, &R.C.keep_ok, why, sizeof why, &lc,
+	                       &pl, &lsol, err)))
+		goto out;
+	tm_eval_flat(pb, least, 0, &R.C.from);
+	R.must = R.C.keep_ok ? 0 : R.C.from.moves;
 	tm_problem_set_reference(pb, ref, pol->move_cost_ms, least);
 	if ((rc = tm_solve(pb, &sol, err)))
 		goto out;
 	best = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	tm_placement_to_flat(pb, sol.pl, best);
-	tm_eval_flat(pb, best, 0, &R.best_ev);
-	R.gain_t = (R.from_ev.iteration_ms - R.best_ev.iteration_ms) /
-	           R.from_ev.iteration_ms * 100;
-	R.gain_net = (R.from_ev.cost_ms - R.best_ev.cost_ms) /
-	             R.from_ev.iteration_ms * 100;
-	R.gain_p = R.from_ev.peak_temp_c - R.best_ev.peak_temp_c;
-	tm_gain_of(pb, least, best, &R.g);
+	tm_eval_flat(pb, best, 0, &R.C.best);
+	tm_gain_of(pb, least, best, &R.C.g);
+	R.C.same = !memcmp(best, least, sizeof(int) * (size_t)pb->nranks);
+	R.C.ranked_below = tm_eval_better(pb, &R.C.from, &R.C.best);
+
+	/* decide, then say why */
+	R.D = replan_decide(&R.C, mg, pb->pol->exchange_c_per_pct);
+	R.keep_why = R.C.keep_ok ? NULL : why;
+	reason_text(&R.D, &R.C, mg, pb, why, R.must, &reason);
+	R.reason = reason.s;
 	R.P = &P;
-	R.move_cost_ms = pol->move_cost_ms;
 	R.ref = ref;
 	R.lost = lost;
+	R.from = least;
 	R.mg = mg;
-	if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
-	    worth(pb, &R.from_ev, &R.best_ev, mg, R.gain_net, R.gain_p,
-	          &R.g)) {
-		R.decision = "move";
-		sb_addf(&reason, "the best placement gains %.2f %% iteration time "
-		        "(%.2f ± %.2f %% net of move costs) and %.1f ± %.1f °C "
-		        "peak over %s, moving %d rank(s); the minimum is ",
-		        nz(R.gain_t), nz(R.gain_net), R.g.time_sd, nz(R.gain_p),
-		        R.g.peak_sd, R.keep_ok ? "keeping the previous plan" :
-		        "its least change", R.best_ev.moves);
-		fmt_need(mg, &reason);
-		sb_add(&reason, ", beyond the model's uncertainty");
+	R.move_cost_ms = pol->move_cost_ms;
+	if (R.D.decision == TM_MOVE) {
 		R.pb = wpb = pb;
 		R.flat = best;
 		wsol = &sol;
 	} else {
-		R.decision = R.keep_ok ? "keep" : "repair";
-		R.pb = pb;
-		if (!memcmp(best, least, sizeof(int) * (size_t)pb->nranks))
-			sb_addf(&reason, "the policy's best placement is %s",
-			        R.keep_ok ? "the previous one" : "the least change");
-		else
-			sb_addf(&reason, "the best placement gains %.2f %% "
-			        "iteration time (%.2f ± %.2f %% net of move costs) and "
-			        "%.1f ± %.1f °C peak over %s; ", nz(R.gain_t),
-			        nz(R.gain_net), R.g.time_sd, nz(R.gain_p), R.g.peak_sd,
-			        R.keep_ok ? "keeping the previous plan" :
-			        "its least change");
-		if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
-		    ((R.gain_net > mg->time_pct && R.gain_net > R.g.time_sd) ||
-		     (R.gain_p > mg->peak_c && R.gain_p > R.g.peak_sd)) &&
-		    tm_gain_lost(&R.g) &&
-		    !tm_gain_worth(&R.g, pb->pol->exchange_c_per_pct)) {
-			/* past a threshold, but it loses what the rate does not buy */
-			sb_add(&reason, "it would trade one for the other (");
-			tm_gain_text(&R.g, &reason);
-			if (isfinite(pb->pol->exchange_c_per_pct))
-				sb_addf(&reason, ") beyond the policy's rate of %g °C "
-				        "per 1 %%", pb->pol->exchange_c_per_pct);
-			else
-				sb_add(&reason, ") and the policy sets no exchange rate");
-		} else if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks) &&
-		    ((R.gain_net > mg->time_pct && R.gain_net > R.g.time_sd) ||
-		     (R.gain_p > mg->peak_c && R.gain_p > R.g.peak_sd))) {
-			/* past a threshold, but a trade the policy's order refuses */
-			sb_add(&reason, "the policy ranks it below that (criteria");
-			for (int k = 0; k < pb->ncrit; k++)
-				sb_addf(&reason, "%s%s", k ? ", " : " ",
-				        tm_crit_name(pb->crit[k]));
-			sb_add(&reason, ")");
-		} else if (memcmp(best, least, sizeof(int) * (size_t)pb->nranks)) {
-			sb_add(&reason, "that falls short of ");
-			fmt_need(mg, &reason);
-			sb_add(&reason, ", or of the model's uncertainty");
-		}
-		if (!R.keep_ok)
-			sb_addf(&reason, "; the previous placement cannot stay (%s), "
-			        "so the fewest moves (%d) are written", why, R.must);
-		wpb = pl ? pl : pb;
-		if (pl)
-			R.pb = pl;
+		R.pb = wpb = pl ? pl : pb;
 		R.flat = least;
 		wsol = &lsol;
 	}
-	R.from = least;
-	R.reason = reason.s;
-	if (strcmp(R.decision, "keep") && out_dir &&
+
+	/* then write */
+	if (R.D.decision != TM_KEEP && out_dir &&
 	    (rc = tm_plan_write_ex(wpb, wsol, write_replan, &R, out_dir, id,
 	                           err)))
 		goto out;
-	if (strcmp(R.decision, "keep") && !out_dir)
+	if (R.D.decision != TM_KEEP && !out_dir)
 		tm_plan_id(wpb, R.flat, id);
-	res->decision = !strcmp(R.decision, "keep") ? TM_KEEP :
-	                !strcmp(R.decision, "move") ? TM_MOVE : TM_REPAIR;
-	memcpy(res->plan_id, id, 17);
-	memcpy(res->prev_id, P.d.id, 17);
-	res->pl = tm_placement_new(pb->nranks);
-	tm_flat_to_placement(pb, R.flat, res->pl);
-	res->moved = strcmp(R.decision, "keep") ? (R.flat == best ?
-	             R.best_ev.moves : R.from_ev.moves) : 0;
-	res->fewest_moves = R.must;
-	res->json = decision_line(&R, id, mg);
-	/* the reason may name the cluster file: shown, it stays one line */
-	sb_addf(&text, "replan %s: ", R.decision);
-	sb_add_text(&text, R.reason);
-	sb_add(&text, "\n");
-	if (strcmp(R.decision, "keep")) {
-		char *s = tm_plan_summary(wpb, wsol);
-		sb_add(&text, s);
-		free(s);
-	}
-	res->text = xstrdup(text.s);
-	rc = strcmp(R.decision, "keep") ? 0 : TM_ENOCHANGE;
+	fill_result(&R, id, pb, wpb, wsol, res);
+	rc = R.D.decision == TM_KEEP ? TM_ENOCHANGE : 0;
 out:
 	for (int r = 0; lost && r < P.d.n; r++)
 		free(lost[r]);
@@ -856,7 +947,6 @@ out:
 	tm_job_free(jr);
 	prev_free(&P);
 	sb_free(&reason);
-	sb_free(&text);
 	return rc;
 }
 
