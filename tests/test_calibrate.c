@@ -54,12 +54,6 @@
 
 static char tmp[64];   /* the temporary directory of this run */
 
-static void drop_warn(void *ud, const char *msg)
-{
-	(void)ud;
-	(void)msg;
-}
-
 /* What the synthetic run is made of. */
 typedef struct truth {
 	double wait[NG];      /* W, the power of a waiting rank */
@@ -270,7 +264,7 @@ static void write_plan(void)
 	assert_int_equal(tm_policy_load("policies/identity.json", &pol, &err),
 	                 0);
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &err), 0);
-	tp_rm_tree(path("plan"));
+	tt_rm_tree(path("plan"));
 	assert_int_equal(tm_plan_write(run.pb, &run.sol, path("plan"), &err), 0);
 	tm_run_free(&run);
 	tm_policy_free(pol);
@@ -637,9 +631,9 @@ static void refuse(const char *tele, const char *host, const char *want)
 
 static void edit_plan(void (*ed)(json_t *root))
 {
-	json_t *root = tp_load_plan(path("plan"));
+	json_t *root = tt_plan_load(path("plan"));
 	ed(root);
-	tp_save_json(path("plan"), root);
+	tt_plan_save_json(path("plan"), root);
 	json_decref(root);
 }
 
@@ -788,17 +782,16 @@ static void test_refusals(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmp, sizeof tmp, "/tmp/test_calibrate-XXXXXX");
-	if (!mkdtemp(tmp))
+	if (tt_tmpdir(tmp, sizeof tmp, "test_calibrate"))
 		return -1;
-	tm_set_warn(drop_warn, NULL);
+	tm_set_warn(tt_quiet, NULL);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	tp_rm_tree(tmp);
+	tt_rm_tree(tmp);
 	tm_set_warn(NULL, NULL);
 	return 0;
 }

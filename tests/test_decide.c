@@ -35,7 +35,7 @@ static tm_profile *profile_text(const char *name, const char *text)
 /* A pipeline of pp stages with the given work per microbatch (ms). */
 static tm_job *pipeline(int pp, int dp, const double *work, int m)
 {
-	tm_job *j = tl_job(pp * dp, pp * dp, 1, pp, 1, true, true);
+	tm_job *j = tt_job(pp * dp, pp * dp, 1, pp, 1, true, true);
 	j->microbatches = m;
 	for (int s = 0; s < pp; s++) {
 		j->stages[s].fwd_ms = work[s] / 3;
@@ -95,8 +95,8 @@ static void test_evidence_derate(void **state)
 		{ ", \"derate\": 1.012, \"sm_clock_load_mhz\": 1000", 1 },
 		{ ", \"derate\": 1.02, \"sm_clock_load_mhz\": 1000", 1.02 },
 	};
-	tm_cluster *c = tl_cluster(1, 2, 0);
-	tm_job *j = tl_job(2, 2, 1, 2, 1, true, true);
+	tm_cluster *c = tt_cluster(1, 2, 0);
+	tm_job *j = tt_job(2, 2, 1, 2, 1, true, true);
 	tm_policy *pol = default_policy();
 	(void)state;
 
@@ -121,14 +121,14 @@ static void test_evidence_derate(void **state)
 		tm_problem_free(pb);
 		tm_profile_free(p);
 	}
-	tl_free(NULL, pol, j, NULL, c);
+	tt_free(NULL, pol, j, NULL, c);
 }
 
 /* ---- a waiting rank's power --------------------------------------------- */
 
 static void test_waiting_power(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 2, 0);
+	tm_cluster *c = tt_cluster(1, 2, 0);
 	tm_job *j;
 	tm_policy *pol = default_policy();
 	double w[2] = { 10, 30 };
@@ -164,7 +164,7 @@ static void test_waiting_power(void **state)
 	assert_true(fabs(tm_temp_sd(pb, 1, 0.5) - hypot(hypot(0.5, 1.7),
 	                 0.5 * 0.04 * 10)) < 1e-9);
 	tm_problem_free(pb);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- the user's 2×H200 report ------------------------------------------- */
@@ -228,7 +228,7 @@ static void test_reported_2xh200(void **state)
 	assert_true(run.sol.ev.peak_temp_c < run.sol.baseline.peak_temp_c - 1);
 	assert_non_null(strstr(run.sol.rule.reason, "cooler"));
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- gains inside the uncertainty move nothing --------------------------- */
@@ -238,8 +238,8 @@ static void test_reported_2xh200(void **state)
  * names what the best placement offered. */
 static void test_noise_kept(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 8, 3);
-	tm_profile *p = tl_profile(c, true);
+	tm_cluster *c = tt_cluster(1, 8, 3);
+	tm_profile *p = tt_profile(c, true);
 	tm_policy *pol = default_policy();
 	double w[8] = { 20, 21, 21, 21, 21, 21, 21, 24 };
 	tm_job *j = pipeline(8, 1, w, 16);
@@ -247,9 +247,9 @@ static void test_noise_kept(void **state)
 	tm_run run;
 	(void)state;
 
-	tl_state = 77;
+	tt_seq.s = 77;
 	for (int g = 0; g < p->ngpus; g++) {
-		p->gpus[g].ambient_c = 30 + tl_unif(-0.1, 0.1);
+		p->gpus[g].ambient_c = 30 + tt_unif(-0.1, 0.1);
 		p->gpus[g].r_c_per_w = 0.04;
 		p->gpus[g].power_idle_w = 80;
 		p->gpus[g].power_load_w = 600;
@@ -268,7 +268,7 @@ static void test_noise_kept(void **state)
 	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_NONE);
 	assert_false(is_identity(&run));
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- trades ---------------------------------------------------------------- */
@@ -279,8 +279,8 @@ static void test_noise_kept(void **state)
  * takes the best placement that loses nothing instead. */
 static void test_trade(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 4, 3);
-	tm_profile *p = tl_profile(c, true);
+	tm_cluster *c = tt_cluster(1, 4, 3);
+	tm_profile *p = tt_profile(c, true);
 	tm_policy *pol = default_policy();
 	double w[4] = { 20, 22, 24, 40 };
 	tm_job *j = pipeline(4, 1, w, 16);
@@ -312,7 +312,7 @@ static void test_trade(void **state)
 	else
 		assert_true(is_identity(&run));
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- torchrun's placement breaks the policy -------------------------------- */
@@ -322,10 +322,10 @@ static void test_trade(void **state)
  * breaks the rule and what keeping the rule costs or buys against it. */
 static void test_reference_breaks(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 4, 0);
-	tm_profile *p = tl_profile(c, true);
+	tm_cluster *c = tt_cluster(1, 4, 0);
+	tm_profile *p = tt_profile(c, true);
 	tm_policy *pol = default_policy();
-	tm_job *j = tl_job(4, 4, 2, 2, 1, true, true);
+	tm_job *j = tt_job(4, 4, 2, 2, 1, true, true);
 	tm_node *n = &c->nodes[0];
 	tm_error e = { 0, "" };
 	tm_run run;
@@ -345,7 +345,7 @@ static void test_reference_breaks(void **state)
 	                       "parallel group"));
 	assert_non_null(strstr(run.sol.rule.reason, "against it this plan is "));
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- wear: past the single hottest GPU ------------------------------------ */
@@ -356,8 +356,8 @@ static void test_reference_breaks(void **state)
  * the peak alone would leave it where torchrun put it. */
 static void test_hottest_gets_lightest(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 4, 3);
-	tm_profile *p = tl_profile(c, true);
+	tm_cluster *c = tt_cluster(1, 4, 3);
+	tm_profile *p = tt_profile(c, true);
 	tm_policy *pol = default_policy();
 	double w[4] = { 30, 10, 20, 44 };
 	double amb[4] = { 50, 31, 36, 28 };
@@ -398,7 +398,7 @@ static void test_hottest_gets_lightest(void **state)
 	assert_true(run.sol.rule.gain.hot_c > run.sol.rule.gain.hot_sd);
 	assert_int_equal(run.sol.pl->gpu[3], 1);   /* heaviest on the coolest */
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* The same on the real 8-GPU nanoGPT recording, whose GPU 1 runs about
@@ -444,7 +444,7 @@ static void test_nanogpt_hottest(void **state)
 	assert_true(fabs(run.sol.ev.iteration_ms - run.sol.baseline.iteration_ms)
 	            < 1e-9);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- the invariant ---------------------------------------------------------- */
@@ -460,16 +460,16 @@ static void invariant_on(const char *what, tm_cluster *c, tm_profile *p,
 	tm_policy *pol = default_policy();
 	int ng = c->nodes[0].ngpus;
 	for (int k = 0; k < njobs; k++) {
-		int pp = tl_int(2, ng), dp = 1, m = tl_int(2, 6) * pp;
+		int pp = tt_int(2, ng), dp = 1, m = tt_int(2, 6) * pp;
 		double w[64];
 		tm_job *j;
 		tm_run run;
 		tm_error e = { 0, "" };
 		const tm_gain *g;
-		while (pp * (dp + 1) <= ng && tl_int(0, 1))
+		while (pp * (dp + 1) <= ng && tt_int(0, 1))
 			dp++;
 		for (int s = 0; s < pp; s++)
-			w[s] = tl_unif(5, 60);
+			w[s] = tt_unif(5, 60);
 		j = pipeline(pp, dp, w, m);
 		if (tm_run_policy(c, p, j, pol, false, &run, &e))
 			fail_msg("%s, job %d: %s", what, k, e.msg);
@@ -502,7 +502,7 @@ static void test_invariant_recordings(void **state)
 		  "fixtures/nanogpt-h100x8/profile.json" },
 	};
 	(void)state;
-	tl_state = 20261125;
+	tt_seq.s = 20261125;
 	for (size_t i = 0; i < sizeof rec / sizeof rec[0]; i++) {
 		tm_cluster *c = NULL;
 		tm_profile *p = NULL;
@@ -549,11 +549,11 @@ static void test_invariant_random(void **state)
 {
 	int moved = 0, traded = 0;
 	(void)state;
-	tl_state = 424242;
+	tt_seq.s = 424242;
 	for (int it = 0; it < 150; it++) {
-		int n = tl_int(2, 8), pp = tl_int(2, n);
-		tm_cluster *c = tl_cluster(1, n, tl_int(0, 3));
-		tm_profile *p = tl_profile(c, false);
+		int n = tt_int(2, 8), pp = tt_int(2, n);
+		tm_cluster *c = tt_cluster(1, n, tt_int(0, 3));
+		tm_profile *p = tt_profile(c, false);
 		tm_policy *pol = default_policy();
 		double w[8];
 		tm_job *j;
@@ -561,11 +561,11 @@ static void test_invariant_random(void **state)
 		tm_error e = { 0, "" };
 		const tm_gain *g;
 		for (int s = 0; s < pp; s++)
-			w[s] = tl_unif(5, 60);
-		j = pipeline(pp, 1, w, tl_int(1, 4) * pp);
+			w[s] = tt_unif(5, 60);
+		j = pipeline(pp, 1, w, tt_int(1, 4) * pp);
 		for (int k = 0; k < p->ngpus; k++) {
-			p->gpus[k].derate_sd = tl_unif(0, 0.03);
-			p->gpus[k].derate_basis = tl_int(0, 1) ? TM_BASIS_THERMAL :
+			p->gpus[k].derate_sd = tt_unif(0, 0.03);
+			p->gpus[k].derate_basis = tt_int(0, 1) ? TM_BASIS_THERMAL :
 			                          TM_BASIS_POWER_CAP;
 		}
 		if (it % 3 == 0)
@@ -580,7 +580,7 @@ static void test_invariant_random(void **state)
 		moved += run.sol.rule.verdict == TM_VERDICT_MOVE;
 		traded += tm_gain_lost(g);
 		tm_run_free(&run);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("random: 150 plans, %d moved, %d of them trades\n", moved,
 	              traded);

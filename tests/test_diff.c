@@ -89,7 +89,7 @@ static const char *sub(const char *name)
 /* Writes root as dir/plan.json and drops the reference. */
 static void save(const char *dir, json_t *root)
 {
-	tp_save_json(dir, root);
+	tt_plan_save_json(dir, root);
 	json_decref(root);
 }
 
@@ -104,7 +104,7 @@ static const char *id_of(const char *dir)
 {
 	static char ids[4][20];
 	static int k;
-	json_t *r = tp_load_plan(dir);
+	json_t *r = tt_plan_load(dir);
 	char *b = ids[k++ % 4];
 	snprintf(b, sizeof ids[0], "%s",
 	         json_string_value(json_object_get(r, "id")));
@@ -154,7 +154,7 @@ static int count(const char *s, const char *w)
  * independently of diff.c; returns how many. */
 static int expected_moves(const char *a, const char *b, bool moved[64])
 {
-	json_t *x = tp_load_plan(a), *y = tp_load_plan(b);
+	json_t *x = tt_plan_load(a), *y = tt_plan_load(b);
 	size_t n = json_array_size(json_object_get(x, "ranks"));
 	int k = 0;
 	assert_int_equal(n, json_array_size(json_object_get(y, "ranks")));
@@ -204,7 +204,7 @@ static void test_identity_vs_thermal(void **state)
 {
 	bool moved[64];
 	int k = expected_moves(ID, TH, moved), lines = 0;
-	json_t *a = tp_load_plan(ID), *b = tp_load_plan(TH);
+	json_t *a = tt_plan_load(ID), *b = tt_plan_load(TH);
 	char want[160], *out = diff_ok(ID, TH, 0);
 	(void)state;
 
@@ -259,7 +259,7 @@ static void test_identity_vs_thermal(void **state)
 static const char *with_replan(const char *name, const char *previous,
                                int rank, int still)
 {
-	json_t *root = tp_load_plan(TH), *rp, *moves;
+	json_t *root = tt_plan_load(TH), *rp, *moves;
 	const char *dir = sub(name);
 	rp = json_pack("{s:s, s:s, s:[{s:i, s:s, s:s, s:s}, {s:i, s:s}, "
 	               "{s:i, s:s}]}", "previous", previous, "decision", "move",
@@ -386,7 +386,7 @@ static void test_json_agrees(void **state)
 /* UUIDs decide when both plans have them; a freed GPU is named. */
 static void test_uuid_rule(void **state)
 {
-	json_t *root = tp_load_plan(ID);
+	json_t *root = tt_plan_load(ID);
 	const char *dir = sub("uuids");
 	char *out;
 	const char *l;
@@ -423,7 +423,7 @@ static void test_uuid_rule(void **state)
 	free(out);
 
 	/* no temperatures: the reason is the stage alone */
-	root = tp_load_plan(dir);
+	root = tt_plan_load(dir);
 	json_object_set_new(rank_of(root, 1), "predicted_temp_c", json_null());
 	save(dir, root);
 	out = diff_ok(ID, dir, 0);
@@ -436,7 +436,7 @@ static void test_uuid_rule(void **state)
 static void test_coords_and_job(void **state)
 {
 	const char *a = sub("tp-old"), *b = sub("tp-new");
-	json_t *x = tp_load_plan(ID), *y = tp_load_plan(TH), *j;
+	json_t *x = tt_plan_load(ID), *y = tt_plan_load(TH), *j;
 	char *out;
 	(void)state;
 
@@ -467,7 +467,7 @@ static void test_coords_and_job(void **state)
 static const char *bad_field(const char *name, int r, const char *key,
                              json_t *v)
 {
-	json_t *root = tp_load_plan(TH);
+	json_t *root = tt_plan_load(TH);
 	const char *dir = sub(name);
 	if (v)
 		json_object_set_new(rank_of(root, r), key, v);
@@ -500,23 +500,23 @@ static void test_errors(void **state)
 		assert_int_equal(tm_read_file(p, 1 << 20, &text, &len, &err), 0);
 	}
 	d = sub("half");
-	tp_save_text(d, text, len / 2);
+	tt_plan_save_text(d, text, len / 2);
 	diff_fails(ID, d, "half/plan.json", NULL);
 	diff_fails(d, ID, "half/plan.json", NULL);
 	free(text);
 
 	/* ranks not an array, empty, an entry not an object */
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_set_new(root, "ranks", json_integer(5));
 	save(sub("ranks-int"), root);
 	diff_fails(ID, sub("ranks-int"), "ranks-int/plan.json: ranks: expected "
 	           "an array", NULL);
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_set_new(root, "ranks", json_array());
 	save(sub("ranks-empty"), root);
 	diff_fails(ID, sub("ranks-empty"), "ranks-empty/plan.json: ranks: empty",
 	           NULL);
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_array_set_new(json_object_get(root, "ranks"), 1, json_string("x"));
 	save(sub("rank-str"), root);
 	diff_fails(ID, sub("rank-str"), "rank-str/plan.json: ranks[1]: expected "
@@ -538,27 +538,27 @@ static void test_errors(void **state)
 	diff_fails(ID, d, "pp-missing/plan.json: ranks[3].pp: missing", NULL);
 
 	/* the id, the format, inputs */
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_set_new(root, "id", json_string("xyz"));
 	save(sub("id-bad"), root);
 	diff_fails(ID, sub("id-bad"), "id-bad/plan.json: id", NULL);
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_set_new(root, "format", json_string("thermap.job/1"));
 	save(sub("format-bad"), root);
 	diff_fails(ID, sub("format-bad"), "format-bad/plan.json: format", NULL);
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_del(root, "inputs");
 	save(sub("inputs-missing"), root);
 	diff_fails(ID, sub("inputs-missing"), "inputs-missing/plan.json: inputs",
 	           NULL);
 
 	/* the replan section */
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_set_new(root, "replan", json_string("yes"));
 	save(sub("replan-str"), root);
 	diff_fails(ID, sub("replan-str"), "replan-str/plan.json: replan: "
 	           "expected an object", NULL);
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_object_set_new(root, "replan", json_pack("{s:s, s:[{s:i, s:s}]}",
 	                    "previous", id_of(ID), "moves", "rank", 99, "why",
 	                    "x"));
@@ -567,7 +567,7 @@ static void test_errors(void **state)
 	           "replan.moves[0].rank", NULL);
 
 	/* other world size: one rank fewer */
-	root = tp_load_plan(TH);
+	root = tt_plan_load(TH);
 	json_array_remove(json_object_get(root, "ranks"), 3);
 	save(sub("world3"), root);
 	diff_fails(ID, sub("world3"), "4 and 3 ranks; diff compares plans of "
@@ -604,7 +604,7 @@ static void test_hostile(void **state)
 
 	for (int k = 0; keys[k]; k++)
 		for (int v = 0; v <= nv; v++) {
-			json_t *root = tp_load_plan(TH);
+			json_t *root = tt_plan_load(TH);
 			char *out = NULL;
 			int rc;
 			if (v == nv)
@@ -622,7 +622,7 @@ static void test_hostile(void **state)
 	for (int v = 0; v < nv; v++) {
 		static const char *const rk[] = { "previous", "moves", NULL };
 		for (int k = 0; rk[k]; k++) {
-			json_t *root = tp_load_plan(TH);
+			json_t *root = tt_plan_load(TH);
 			json_t *rp = json_pack("{s:s, s:[{s:i, s:s}]}", "previous",
 			                       id_of(ID), "moves", "rank", 0, "why",
 			                       "w");
@@ -649,7 +649,7 @@ static void test_hostile(void **state)
 	/* up to the closing brace; with it, the JSON is whole again */
 	for (size_t n = 0; n + 1 < len; n += 1 + n / 16) {
 		char *out = NULL;
-		tp_save_text(d, text, n);
+		tt_plan_save_text(d, text, n);
 		memset(&err, 0, sizeof err);
 		assert_int_equal(tm_plan_diff(d, ID, 1, &out, &err), TM_EINPUT);
 		assert_null(out);
@@ -705,8 +705,7 @@ static void test_formats(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmp, sizeof tmp, "/tmp/test_diff.XXXXXX");
-	if (!mkdtemp(tmp))
+	if (tt_tmpdir(tmp, sizeof tmp, "test_diff"))
 		return -1;
 	snprintf(ID, sizeof ID, "%s/identity", tmp);
 	snprintf(ID2, sizeof ID2, "%s/identity2", tmp);
@@ -721,7 +720,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	tp_rm_tree(tmp);
+	tt_rm_tree(tmp);
 	return 0;
 }
 

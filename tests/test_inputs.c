@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ops/ops.h"
+#include "testutil.h"
 
 enum { CLUSTER, PROFILE, JOB, POLICY };
 
@@ -109,9 +110,9 @@ static char tmpdir[64];
 
 static char *write_doc(const char *doc)
 {
-	char *path = xmalloc(128);
+	char *path = xmalloc(256);
 	FILE *f;
-	snprintf(path, 128, "%s/in.json", tmpdir);
+	snprintf(path, 256, "%s/in.json", tmpdir);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(doc, f);
@@ -229,7 +230,7 @@ static void test_join(void **state)
 		  "FILE: gpus[0]: no thermal model; expected ambient_c, r_c_per_w, "
 		  "power_idle_w and power_load_w, or temp_idle_c and temp_load_c" },
 	};
-	char cpath[128];
+	char cpath[256];
 	FILE *f;
 	tm_cluster *c = NULL;
 	tm_job *j = NULL;
@@ -350,7 +351,7 @@ static void test_mixed_gpu_counts(void **state)
 		/* the same count everywhere, above nproc_per_node */
 		{ 2, { 8, 8 }, 8, 4, 0, NULL },
 	};
-	char cpath[128];
+	char cpath[256];
 	(void)state;
 	snprintf(cpath, sizeof cpath, "%s/c.json", tmpdir);
 	for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
@@ -402,19 +403,13 @@ static void test_mixed_gpu_counts(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/thermap-test-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tt_tmpdir(tmpdir, sizeof tmpdir, "thermap-test");
 }
 
 static int teardown(void **state)
 {
-	char path[128];
 	(void)state;
-	snprintf(path, sizeof path, "%s/in.json", tmpdir);
-	unlink(path);
-	snprintf(path, sizeof path, "%s/c.json", tmpdir);
-	unlink(path);
-	rmdir(tmpdir);
+	tt_rm_tree(tmpdir);
 	return 0;
 }
 

@@ -20,35 +20,13 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "testutil.h"
 
 #define FIXTURE "fixtures/megatron-layout/megatron-pipeline-layouts-and-uneven-splits.md"
 
 /* ---- helpers ------------------------------------------------------------ */
 
 /* The whole file, through the library's bounded reader. */
-static char *slurp(const char *file)
-{
-	tm_error e = { 0, "" };
-	char *b = NULL;
-	size_t len;
-	assert_int_equal(tm_read_file(file, 1 << 20, &b, &len, &e), 0);
-	return b;
-}
-
-/* xorshift64: the same sequence on every libc */
-static uint64_t rng_next(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
-static int rng_int(uint64_t *s, int n)
-{
-	return (int)(rng_next(s) % (uint64_t)n);
-}
-
 static void assert_same_layout(const tm_layout *a, const tm_layout *b)
 {
 	assert_int_equal(a->nstages, b->nstages);
@@ -184,7 +162,7 @@ static int read_rows(const char *text, row *rows, int cap)
 static void test_fixture_rows(void **state)
 {
 	(void)state;
-	char *text = slurp(FIXTURE);
+	char *text = tt_slurp(FIXTURE, NULL);
 	row rows[40];
 	int n = read_rows(text, rows, 40);
 
@@ -223,7 +201,7 @@ static void test_fixture_rows(void **state)
 static void test_fixture_section_c(void **state)
 {
 	(void)state;
-	char *text = slurp(FIXTURE);
+	char *text = tt_slurp(FIXTURE, NULL);
 	row rows[40];
 	int n = read_rows(text, rows, 40), seen = 0;
 	const char *p = strstr(text, "## C.");
@@ -602,21 +580,21 @@ static void test_format_refuses(void **state)
 static void test_random_round_trip(void **state)
 {
 	(void)state;
-	uint64_t seed = 0x5eed1a7017ull;
+	tt_rng seed = { 0x5eed1a7017ull };
 	tm_layout_stage pool[6];
 	tm_layout_stage st[80];
 
 	for (int iter = 0; iter < 3000; iter++) {
-		tm_layout l = { 1 + rng_int(&seed, 80), st };
+		tm_layout l = { 1 + tt_below(&seed, 80), st };
 		for (int k = 0; k < 6; k++) {
-			int big = rng_int(&seed, 8) == 0;
-			pool[k].emb = rng_int(&seed, 6) == 0 ? 1 + rng_int(&seed, 2) : 0;
-			pool[k].dec = rng_int(&seed, 4) == 0 ? 0 : rng_int(&seed, big ? 200 : 9);
-			pool[k].mtp = rng_int(&seed, 6) == 0 ? 1 + rng_int(&seed, 3) : 0;
-			pool[k].loss = rng_int(&seed, 6) == 0 ? 1 : 0;
+			int big = tt_below(&seed, 8) == 0;
+			pool[k].emb = tt_below(&seed, 6) == 0 ? 1 + tt_below(&seed, 2) : 0;
+			pool[k].dec = tt_below(&seed, 4) == 0 ? 0 : tt_below(&seed, big ? 200 : 9);
+			pool[k].mtp = tt_below(&seed, 6) == 0 ? 1 + tt_below(&seed, 3) : 0;
+			pool[k].loss = tt_below(&seed, 6) == 0 ? 1 : 0;
 		}
 		for (int i = 0; i < l.nstages; i++)
-			st[i] = pool[rng_int(&seed, iter % 2 ? 2 : 6)];
+			st[i] = pool[tt_below(&seed, iter % 2 ? 2 : 6)];
 		if (l.nstages == 1 && !st[0].emb && !st[0].dec && !st[0].mtp && !st[0].loss)
 			st[0].dec = 1;
 		assert_round_trip(&l);
@@ -689,41 +667,41 @@ static char *megatron_expand(const char *in)
 	return c;
 }
 
-static const char *rand_count(uint64_t *seed, int max, char *buf)
+static const char *rand_count(tt_rng *seed, int max, char *buf)
 {
-	int v = 1 + rng_int(seed, max);
+	int v = 1 + tt_below(seed, max);
 	int len = snprintf(buf, 16, "%d", v);
 	/* a comma inside a count now and then: Megatron deletes it */
-	if (len >= 2 && rng_int(seed, 4) == 0) {
+	if (len >= 2 && tt_below(seed, 4) == 0) {
 		memmove(buf + 2, buf + 1, (size_t)len);
 		buf[1] = ',';
 	}
 	return buf;
 }
 
-static void rand_item(uint64_t *seed, char *s, size_t *n, bool in_group)
+static void rand_item(tt_rng *seed, char *s, size_t *n, bool in_group)
 {
 	static const char syms[] = "tttttttmEL";
 	char num[20];
-	int what = rng_int(seed, in_group ? 4 : 5);
+	int what = tt_below(seed, in_group ? 4 : 5);
 
 	if (what == 0 || what == 1) {
-		s[(*n)++] = syms[rng_int(seed, (int)sizeof syms - 1)];
+		s[(*n)++] = syms[tt_below(seed, (int)sizeof syms - 1)];
 		if (what == 1)
 			*n += (size_t)sprintf(s + *n, "*%s", rand_count(seed, 12, num));
 	} else if (what == 2) {
 		s[(*n)++] = '|';
-		if (rng_int(seed, 5) == 0)
+		if (tt_below(seed, 5) == 0)
 			*n += (size_t)sprintf(s + *n, "*%s", rand_count(seed, 3, num));
 	} else if (what == 3) {
 		s[(*n)++] = ',';
 	} else {
-		int items = 1 + rng_int(seed, 5);
+		int items = 1 + tt_below(seed, 5);
 		s[(*n)++] = '(';
 		for (int i = 0; i < items; i++)
 			rand_item(seed, s, n, true);
 		/* a group needs a layer or a '|' in it; commas alone are "()" */
-		s[(*n)++] = rng_int(seed, 2) ? 't' : '|';
+		s[(*n)++] = tt_below(seed, 2) ? 't' : '|';
 		*n += (size_t)sprintf(s + *n, ")*%s", rand_count(seed, 6, num));
 	}
 }
@@ -736,13 +714,13 @@ static int kind_rank(char c)
 static void test_random_oracle(void **state)
 {
 	(void)state;
-	uint64_t seed = 0x0dd5eed5ull;
+	tt_rng seed = { 0x0dd5eed5ull };
 	char s[1024];
 	int accepted = 0, refused = 0;
 
 	for (int iter = 0; iter < 20000; iter++) {
 		size_t n = 0;
-		int items = 1 + rng_int(&seed, 20);
+		int items = 1 + tt_below(&seed, 20);
 		for (int i = 0; i < items; i++)
 			rand_item(&seed, s, &n, false);
 		s[n] = '\0';
@@ -811,13 +789,13 @@ static void test_random_garbage(void **state)
 {
 	(void)state;
 	static const char alpha[] = "EtmL|()*0123456789,,x \t";
-	uint64_t seed = 0x9a5ba9eull;
+	tt_rng seed = { 0x9a5ba9eull };
 	char s[64];
 
 	for (int iter = 0; iter < 50000; iter++) {
-		int len = rng_int(&seed, 40);
+		int len = tt_below(&seed, 40);
 		for (int i = 0; i < len; i++)
-			s[i] = alpha[rng_int(&seed, (int)sizeof alpha - 1)];
+			s[i] = alpha[tt_below(&seed, (int)sizeof alpha - 1)];
 		s[len] = '\0';
 		tm_layout l;
 		char err[160];
@@ -1108,14 +1086,14 @@ static void test_flags_hand(void **state)
 static void test_flags_random(void **state)
 {
 	(void)state;
-	uint64_t seed = 0xf1a65ull;
+	tt_rng seed = { 0xf1a65ull };
 	int ok = 0;
 
 	for (int iter = 0; iter < 20000; iter++) {
-		int pp = 1 + rng_int(&seed, 8), vpp = 1 + rng_int(&seed, 4);
-		int n = rng_int(&seed, 100);
-		int first = rng_int(&seed, 3) ? -1 : rng_int(&seed, 30);
-		int last = rng_int(&seed, 3) ? -1 : rng_int(&seed, 30);
+		int pp = 1 + tt_below(&seed, 8), vpp = 1 + tt_below(&seed, 4);
+		int n = tt_below(&seed, 100);
+		int first = tt_below(&seed, 3) ? -1 : tt_below(&seed, 30);
+		int last = tt_below(&seed, 3) ? -1 : tt_below(&seed, 30);
 		int a[32], b[32], f, l;
 
 		if (tm_layout_split_flags(pp, vpp, n, first, last, a) != 0)

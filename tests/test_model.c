@@ -28,7 +28,7 @@ static tm_policy *policy(int method)
 static void test_megatron_coords(void **state)
 {
 	/* tp2 pp2 dp2, order tp-cp-ep-dp-pp: tp fastest, then dp, then pp */
-	tm_job *j = tl_job(8, 8, 2, 2, 1, true, true);
+	tm_job *j = tt_job(8, 8, 2, 2, 1, true, true);
 	static const int want[8][3] = { /* tp, dp, pp */
 		{ 0, 0, 0 }, { 1, 0, 0 }, { 0, 1, 0 }, { 1, 1, 0 },
 		{ 0, 0, 1 }, { 1, 0, 1 }, { 0, 1, 1 }, { 1, 1, 1 },
@@ -59,9 +59,9 @@ static void test_megatron_coords(void **state)
 /* Two stages, two GPUs, numbers small enough to check by hand. */
 static void test_hand_computed(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 2, 3);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(2, 2, 1, 2, 1, true, true);
+	tm_cluster *c = tt_cluster(1, 2, 3);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(2, 2, 1, 2, 1, true, true);
 	tm_policy *pol = policy(TM_METHOD_IDENTITY);
 	tm_problem *pb = NULL;
 	tm_error e = { 0, "" };
@@ -103,7 +103,7 @@ static void test_hand_computed(void **state)
 	flat[0] = 1;
 	flat[1] = 0;
 	assert_true(tm_eval_flat(pb, flat, 0, &ev) < t);
-	tl_free(pb, pol, j, p, c);
+	tt_free(pb, pol, j, p, c);
 }
 
 /* dp = 2 on two hosts of one GPU each, 100 MiB of gradients: the ring's
@@ -111,9 +111,9 @@ static void test_hand_computed(void **state)
  * one; with dp = 1, or without gradients, nothing changes. */
 static void test_allreduce_hand(void **state)
 {
-	tm_cluster *c = tl_cluster(2, 1, 3);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(2, 1, 1, 1, 1, true, true);
+	tm_cluster *c = tt_cluster(2, 1, 3);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(2, 1, 1, 1, 1, true, true);
 	tm_policy *pol = policy(TM_METHOD_IDENTITY);
 	tm_problem *pb = NULL;
 	tm_error e = { 0, "" };
@@ -159,7 +159,7 @@ static void test_allreduce_hand(void **state)
 	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
 	assert_true(tm_allreduce_ms(pb, flat) == 0);
 	assert_true(tm_eval_flat(pb, flat, 0, &ev) == rep);
-	tl_free(pb, pol, j, p, c);
+	tt_free(pb, pol, j, p, c);
 }
 
 /* tp1 ep2 dp4 on one host of four GPUs: the four data-parallel ranks form
@@ -170,9 +170,9 @@ static void test_allreduce_ring_ep(void **state)
 {
 	(void)state;
 	for (int ord = 0; ord < 2; ord++) {
-		tm_cluster *c = tl_cluster(1, 4, 3);
-		tm_profile *p = tl_profile(c, true);
-		tm_job *j = tl_job(4, 4, 1, 1, 1, true, true);
+		tm_cluster *c = tt_cluster(1, 4, 3);
+		tm_profile *p = tt_profile(c, true);
+		tm_job *j = tt_job(4, 4, 1, 1, 1, true, true);
 		tm_policy *pol = policy(TM_METHOD_IDENTITY);
 		tm_problem *pb = NULL;
 		tm_error e = { 0, "" };
@@ -210,7 +210,7 @@ static void test_allreduce_ring_ep(void **state)
 		j->size[TM_TP] = 4;
 		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
 		assert_true(tm_allreduce_ms(pb, flat) == 0);
-		tl_free(pb, pol, j, p, c);
+		tt_free(pb, pol, j, p, c);
 	}
 }
 
@@ -226,12 +226,12 @@ static int cmp_dbl(const void *a, const void *b)
 static void test_sorted_pairing(void **state)
 {
 	(void)state;
-	tl_state = 12345;
+	tt_seq.s = 12345;
 	for (int it = 0; it < 60; it++) {
-		int n = tl_int(2, 8);
-		tm_cluster *c = tl_cluster(1, n, 3);
-		tm_profile *p = tl_profile(c, false);
-		tm_job *j = tl_job(n, n, 1, n, 1, true, false);
+		int n = tt_int(2, 8);
+		tm_cluster *c = tt_cluster(1, n, 3);
+		tm_profile *p = tt_profile(c, false);
+		tm_job *j = tt_job(n, n, 1, n, 1, true, false);
 		tm_policy *pol = policy(TM_METHOD_ILP);
 		tm_problem *pb = NULL;
 		tm_solution sol;
@@ -241,7 +241,7 @@ static void test_sorted_pairing(void **state)
 		for (int s = 0; s < n; s++) {
 			j->stages[s].act_mib = 0;
 			w[s] = j->stages[s].fwd_ms + j->stages[s].bwd_ms;
-			p->gpus[s].derate = 1 + tl_unif(0, 0.3);
+			p->gpus[s].derate = 1 + tt_unif(0, 0.3);
 			d[s] = p->gpus[s].derate;
 		}
 		pol->ncrit = 1;
@@ -259,7 +259,7 @@ static void test_sorted_pairing(void **state)
 		assert_true(fabs(sol.ev.iteration_ms - want) < 1e-6 * want);
 		assert_string_equal(sol.status, "optimal");
 		tm_solution_clear(&sol);
-		tl_free(pb, pol, j, p, c);
+		tt_free(pb, pol, j, p, c);
 	}
 }
 
@@ -268,13 +268,13 @@ static void test_sorted_pairing(void **state)
 static void test_permutation_invariance(void **state)
 {
 	(void)state;
-	tl_state = 777;
+	tt_seq.s = 777;
 	for (int it = 0; it < 40; it++) {
-		int n = tl_int(3, 7), perm[8];
-		tm_cluster *c = tl_cluster(1, n, tl_int(0, 2));
-		tm_profile *p = tl_profile(c, false);
-		tm_job *j = tl_job(n, n, 1, tl_int(0, 1) ? n : 1, 1, true, false);
-		tm_cluster *c2 = tl_cluster(1, n, 3);
+		int n = tt_int(3, 7), perm[8];
+		tm_cluster *c = tt_cluster(1, n, tt_int(0, 2));
+		tm_profile *p = tt_profile(c, false);
+		tm_job *j = tt_job(n, n, 1, tt_int(0, 1) ? n : 1, 1, true, false);
+		tm_cluster *c2 = tt_cluster(1, n, 3);
 		tm_policy *pol = policy(TM_METHOD_ILP);
 		tm_problem *pb = NULL, *pb2 = NULL;
 		tm_solution a, b;
@@ -284,7 +284,7 @@ static void test_permutation_invariance(void **state)
 		for (int i = 0; i < n; i++)
 			perm[i] = i;
 		for (int i = n - 1; i > 0; i--) {
-			int k = tl_int(0, i), t = perm[i];
+			int k = tt_int(0, i), t = perm[i];
 			perm[i] = perm[k];
 			perm[k] = t;
 		}
@@ -308,7 +308,7 @@ static void test_permutation_invariance(void **state)
 		tm_solution_clear(&b);
 		tm_problem_free(pb);
 		tm_problem_free(pb2);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 		tm_cluster_free(c2);
 	}
 }
@@ -316,12 +316,12 @@ static void test_permutation_invariance(void **state)
 static void test_greedy_not_worse(void **state)
 {
 	(void)state;
-	tl_state = 4242;
+	tt_seq.s = 4242;
 	for (int it = 0; it < 100; it++) {
-		int n = tl_int(2, 8);
-		tm_cluster *c = tl_cluster(1, n, tl_int(0, 3));
-		tm_profile *p = tl_profile(c, false);
-		tm_job *j = tl_job(n, n, 1, n, 1, true, false);
+		int n = tt_int(2, 8);
+		tm_cluster *c = tt_cluster(1, n, tt_int(0, 3));
+		tm_profile *p = tt_profile(c, false);
+		tm_job *j = tt_job(n, n, 1, n, 1, true, false);
 		tm_policy *pol = policy(TM_METHOD_GREEDY);
 		tm_problem *pb = NULL;
 		tm_solution s;
@@ -330,15 +330,15 @@ static void test_greedy_not_worse(void **state)
 		assert_int_equal(tm_solve(pb, &s, &e), 0);
 		assert_false(tm_eval_better(pb, &s.baseline, &s.ev));
 		tm_solution_clear(&s);
-		tl_free(pb, pol, j, p, c);
+		tt_free(pb, pol, j, p, c);
 	}
 }
 
 static void test_infeasible_tp_nvlink(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 4, 2);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(4, 4, 2, 2, 1, true, true);
+	tm_cluster *c = tt_cluster(1, 4, 2);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(4, 4, 2, 2, 1, true, true);
 	tm_policy *pol = policy(TM_METHOD_ILP);
 	tm_problem *pb = NULL;
 	tm_solution s;
@@ -359,14 +359,14 @@ static void test_infeasible_tp_nvlink(void **state)
 	                    "GPU0-GPU2 SYS, GPU0-GPU3 SYS, GPU1-GPU2 SYS, "
 	                    "GPU1-GPU3 SYS, GPU2-GPU3 SYS");
 	tm_solution_clear(&s);
-	tl_free(pb, pol, j, p, c);
+	tt_free(pb, pol, j, p, c);
 }
 
 static void test_too_few_hosts(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 4, 0);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(8, 4, 1, 2, 1, true, true);
+	tm_cluster *c = tt_cluster(1, 4, 0);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(8, 4, 1, 2, 1, true, true);
 	tm_policy *pol = policy(TM_METHOD_ILP);
 	tm_problem *pb = NULL;
 	tm_error e = { 0, "" };
@@ -376,15 +376,15 @@ static void test_too_few_hosts(void **state)
 	assert_string_equal(e.msg, "infeasible: the job needs 2 node(s) of 4 GPUs "
 	                    "(8 ranks); cluster.json has 1 host(s) with at least "
 	                    "4 GPUs");
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* A stage that needs more memory than some GPUs have avoids them. */
 static void test_memory_fit(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 4, 3);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(2, 2, 1, 2, 1, true, true);
+	tm_cluster *c = tt_cluster(1, 4, 3);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(2, 2, 1, 2, 1, true, true);
 	tm_policy *pol = policy(TM_METHOD_ILP);
 	tm_problem *pb = NULL;
 	tm_solution s;
@@ -402,15 +402,15 @@ static void test_memory_fit(void **state)
 	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
 	assert_int_equal(tm_solve(pb, &s, &e), TM_EINFEASIBLE);
 	tm_solution_clear(&s);
-	tl_free(pb, pol, j, p, c);
+	tt_free(pb, pol, j, p, c);
 }
 
 /* Without network figures, transfers between hosts use a stated guess. */
 static void test_network_note(void **state)
 {
-	tm_cluster *c = tl_cluster(2, 2, 0);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(4, 2, 1, 2, 1, true, true);
+	tm_cluster *c = tt_cluster(2, 2, 0);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(4, 2, 1, 2, 1, true, true);
 	tm_policy *pol = policy(TM_METHOD_GREEDY);
 	tm_problem *pb = NULL;
 	tm_error e = { 0, "" };
@@ -422,7 +422,7 @@ static void test_network_note(void **state)
 	assert_string_equal(pb->notes[1], "the cluster gives no network "
 	                    "bandwidth; transfers between hosts assume 25 GB/s");
 	assert_true(fabs(tm_bw(pb, 0, 2) - 25) < 1e-12);
-	tl_free(pb, pol, j, p, c);
+	tt_free(pb, pol, j, p, c);
 }
 
 static void test_pci_normalise(void **state)

@@ -174,12 +174,12 @@ static int compare(tm_cluster *c, tm_profile *p, tm_job *j, tm_policy *pol,
 static void random_policy(tm_policy *pol, int tp)
 {
 	static const double tols[] = { 0, 0.01, 0.05 };
-	int kind = tl_int(0, 3);
-	pol->tolerance = tols[tl_int(0, 2)];
-	pol->tp_nvlink = tp > 1 && tl_int(0, 3) != 0;
-	pol->pp_nvlink = tl_int(0, 9) == 0;
-	pol->max_temp_c = tl_int(0, 9) == 0 ? tl_unif(40, 60) : NAN;
-	pol->max_moves = tl_int(0, 9) == 0 ? tl_int(0, 3) : -1;
+	int kind = tt_int(0, 3);
+	pol->tolerance = tols[tt_int(0, 2)];
+	pol->tp_nvlink = tp > 1 && tt_int(0, 3) != 0;
+	pol->pp_nvlink = tt_int(0, 9) == 0;
+	pol->max_temp_c = tt_int(0, 9) == 0 ? tt_unif(40, 60) : NAN;
+	pol->max_moves = tt_int(0, 9) == 0 ? tt_int(0, 3) : -1;
 	pol->ncrit = kind == 3 ? 1 : 2;
 	pol->crit[0] = kind == 2 ? TM_CRIT_PEAK : TM_CRIT_TIME;
 	pol->crit[1] = kind == 2 ? TM_CRIT_TIME : TM_CRIT_PEAK;
@@ -193,28 +193,28 @@ static void test_single_host(void **state)
 {
 	int feasible = 0, eight = 0;
 	(void)state;
-	tl_state = 0x9e3779b97f4a7c15ull;
+	tt_seq.s = 0x9e3779b97f4a7c15ull;
 	for (int id = 0; id < SINGLE_HOST_CASES; id++) {
-		int n = tl_int(2, 8), nproc, tp, pp, vpp = 1, dv[16], nd;
-		tm_cluster *c = tl_cluster(1, n, tl_int(0, 2));
-		tm_profile *p = tl_profile(c, false);
+		int n = tt_int(2, 8), nproc, tp, pp, vpp = 1, dv[16], nd;
+		tm_cluster *c = tt_cluster(1, n, tt_int(0, 2));
+		tm_profile *p = tt_profile(c, false);
 		tm_policy *pol = NULL;
 		tm_error e = { 0, "" };
 		tm_job *j;
 
 		/* nproc ≤ n: sometimes GPUs stay free for the planner to skip */
-		nproc = tl_int(0, 3) ? n : tl_int(2, n);
-		tp = nproc % 2 == 0 && tl_int(0, 1) ? 2 : 1;
+		nproc = tt_int(0, 3) ? n : tt_int(2, n);
+		tp = nproc % 2 == 0 && tt_int(0, 1) ? 2 : 1;
 		nd = divisors(nproc / tp, dv);
-		pp = dv[tl_int(0, nd - 1)];
-		if (pp > 1 && tl_int(0, 5) == 0)
+		pp = dv[tt_int(0, nd - 1)];
+		if (pp > 1 && tt_int(0, 5) == 0)
 			vpp = 2;
-		j = tl_job(nproc, nproc, tp, pp, vpp, tl_int(0, 1), false);
+		j = tt_job(nproc, nproc, tp, pp, vpp, tt_int(0, 1), false);
 		assert_int_equal(tm_policy_default(&pol, &e), 0);
 		random_policy(pol, tp);
 		feasible += compare(c, p, j, pol, id);
 		eight += n == 8 && nproc == 8;
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("single host: %d instances, %d feasible, %d with 8 of 8 "
 	              "GPUs\n", SINGLE_HOST_CASES, feasible, eight);
@@ -226,25 +226,25 @@ static void test_two_hosts(void **state)
 {
 	int feasible = 0;
 	(void)state;
-	tl_state = 0x2545f4914f6cdd1dull;
+	tt_seq.s = 0x2545f4914f6cdd1dull;
 	for (int id = 0; id < TWO_HOST_CASES; id++) {
-		int nh = tl_int(2, 3), n = nh == 3 ? 2 : tl_int(2, 3);
-		int nproc = tl_int(1, n), nnodes = tl_int(1, nh);
+		int nh = tt_int(2, 3), n = nh == 3 ? 2 : tt_int(2, 3);
+		int nproc = tt_int(1, n), nnodes = tt_int(1, nh);
 		int world = nproc * nnodes, tp = 1, pp, dv[16], nd;
-		tm_cluster *c = tl_cluster(nh, n, tl_int(0, 2));
-		tm_profile *p = tl_profile(c, false);
+		tm_cluster *c = tt_cluster(nh, n, tt_int(0, 2));
+		tm_profile *p = tt_profile(c, false);
 		tm_policy *pol = NULL;
 		tm_error e = { 0, "" };
 		tm_job *j;
 
 		nd = divisors(world, dv);
-		pp = dv[tl_int(0, nd - 1)];
-		j = tl_job(world, nproc, tp, pp, 1, tl_int(0, 1), false);
+		pp = dv[tt_int(0, nd - 1)];
+		j = tt_job(world, nproc, tp, pp, 1, tt_int(0, 1), false);
 		c->nodes[1].net_gb_per_s = 50;
 		assert_int_equal(tm_policy_default(&pol, &e), 0);
 		random_policy(pol, tp);
 		feasible += compare(c, p, j, pol, 10000 + id);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("multi host: %d instances, %d feasible\n", TWO_HOST_CASES,
 	              feasible);
@@ -262,27 +262,27 @@ static void test_host_decomposition(void **state)
 {
 	int feasible = 0;
 	(void)state;
-	tl_state = 0x7f4a7c159e3779b9ull;
+	tt_seq.s = 0x7f4a7c159e3779b9ull;
 	for (int id = 0; id < HOST_CASES; id++) {
 		/* three hosts of four GPUs took GLPK seconds: at most three */
-		int nh = tl_int(1, 3), n = nh == 1 ? tl_int(2, 8) :
-		         nh == 2 ? tl_int(2, 4) : tl_int(2, 3);
-		int nproc = tl_int(0, 2) ? n : tl_int(1, n);
-		int nnodes = nh == 1 ? 1 : tl_int(1, nh), world = nproc * nnodes;
-		int tp = nproc % 2 == 0 && tl_int(0, 1) ? 2 : 1, pp, dv[16], nd;
-		tm_cluster *c = tl_cluster(nh, n, 3);
-		tm_profile *p = tl_profile(c, false);
+		int nh = tt_int(1, 3), n = nh == 1 ? tt_int(2, 8) :
+		         nh == 2 ? tt_int(2, 4) : tt_int(2, 3);
+		int nproc = tt_int(0, 2) ? n : tt_int(1, n);
+		int nnodes = nh == 1 ? 1 : tt_int(1, nh), world = nproc * nnodes;
+		int tp = nproc % 2 == 0 && tt_int(0, 1) ? 2 : 1, pp, dv[16], nd;
+		tm_cluster *c = tt_cluster(nh, n, 3);
+		tm_profile *p = tt_profile(c, false);
 		tm_policy *pol = NULL;
 		tm_error e = { 0, "" };
 		tm_job *j;
 
 		nd = divisors(world / tp, dv);
-		pp = dv[tl_int(0, nd - 1)];
-		j = tl_job(world, nproc, tp, pp, pp > 1 && !tl_int(0, 4) ? 2 : 1,
-		           tl_int(0, 1), false);
-		if (tl_int(0, 2) == 0)   /* a gradient all-reduce, sometimes */
+		pp = dv[tt_int(0, nd - 1)];
+		j = tt_job(world, nproc, tp, pp, pp > 1 && !tt_int(0, 4) ? 2 : 1,
+		           tt_int(0, 1), false);
+		if (tt_int(0, 2) == 0)   /* a gradient all-reduce, sometimes */
 			for (int s = 0; s < j->nstages; s++)
-				j->stages[s].grad_mib = tl_unif(0, 2000);
+				j->stages[s].grad_mib = tt_unif(0, 2000);
 		assert_int_equal(tm_policy_default(&pol, &e), 0);
 		random_policy(pol, tp);
 		pol->pp_nvlink = false;
@@ -291,7 +291,7 @@ static void test_host_decomposition(void **state)
 		pol->crit[0] = TM_CRIT_TIME;
 		pol->crit[1] = TM_CRIT_PEAK;
 		feasible += compare(c, p, j, pol, 30000 + id);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("host decomposition: %d instances, %d feasible; taken "
 	              "by it %d, proven optimal %d\n", HOST_CASES, feasible,
@@ -303,38 +303,38 @@ static void test_allreduce(void **state)
 {
 	int feasible = 0, with_ar = 0, cases = 0;
 	(void)state;
-	tl_state = 0x5851f42d4c957f2dull;
+	tt_seq.s = 0x5851f42d4c957f2dull;
 	for (int id = 0; id < ALLREDUCE_CASES; id++) {
-		int nh = tl_int(1, 3), n = nh == 1 ? tl_int(2, 6) :
-		         nh == 3 ? 2 : tl_int(2, 3);
-		int nproc = nh == 1 ? n : tl_int(1, n), nnodes = nh == 1 ? 1 :
-		            tl_int(2, nh);
+		int nh = tt_int(1, 3), n = nh == 1 ? tt_int(2, 6) :
+		         nh == 3 ? 2 : tt_int(2, 3);
+		int nproc = nh == 1 ? n : tt_int(1, n), nnodes = nh == 1 ? 1 :
+		            tt_int(2, nh);
 		int world = nproc * nnodes, pp, dv[16], nd;
-		bool dp_first = tl_int(0, 1);
-		tm_cluster *c = tl_cluster(nh, n, tl_int(1, 2));
-		tm_profile *p = tl_profile(c, tl_int(0, 1));
+		bool dp_first = tt_int(0, 1);
+		tm_cluster *c = tt_cluster(nh, n, tt_int(1, 2));
+		tm_profile *p = tt_profile(c, tt_int(0, 1));
 		tm_policy *pol = NULL;
 		tm_error e = { 0, "" };
 		tm_job *j;
 
 		nd = divisors(world, dv);
-		pp = dv[tl_int(0, nd - 1)];
+		pp = dv[tt_int(0, nd - 1)];
 		if (world / pp < 2 && world > 1)  /* mostly dp > 1 */
-			pp = dv[tl_int(0, nd - 2)];
-		j = tl_job(world, nproc, 1, pp, 1, dp_first, false);
-		if (dp_first && j->size[TM_DP] % 2 == 0 && tl_int(0, 2) == 0)
+			pp = dv[tt_int(0, nd - 2)];
+		j = tt_job(world, nproc, 1, pp, 1, dp_first, false);
+		if (dp_first && j->size[TM_DP] % 2 == 0 && tt_int(0, 2) == 0)
 			j->size[TM_EP] = 2;
 		for (int s = 0; s < j->nstages; s++)
-			j->stages[s].grad_mib = tl_int(0, 3) ? tl_unif(0, 2000) : 0;
+			j->stages[s].grad_mib = tt_int(0, 3) ? tt_unif(0, 2000) : 0;
 		/* two groups: host 0 alone in "x", the others in "y" or without
 		 * one; inside a group 50 GB/s, across 12.5 or 25 */
 		for (int h = 0; h < nh; h++) {
-			c->nodes[h].net_gb_per_s = tl_int(0, 3) ? 50 : 40;
+			c->nodes[h].net_gb_per_s = tt_int(0, 3) ? 50 : 40;
 			c->nodes[h].net_group = h == 0 ? xstrdup("x") :
-			                        tl_int(0, 3) ? xstrdup("y") : NULL;
+			                        tt_int(0, 3) ? xstrdup("y") : NULL;
 		}
-		c->same_group_gb_per_s = tl_int(0, 3) ? 50 : NAN;
-		c->cross_group_gb_per_s = tl_int(0, 1) ? 12.5 : 25;
+		c->same_group_gb_per_s = tt_int(0, 3) ? 50 : NAN;
+		c->cross_group_gb_per_s = tt_int(0, 1) ? 12.5 : 25;
 		assert_int_equal(tm_policy_default(&pol, &e), 0);
 		random_policy(pol, 1);
 		{
@@ -349,7 +349,7 @@ static void test_allreduce(void **state)
 		}
 		feasible += compare(c, p, j, pol, 20000 + id);
 		cases++;
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("all-reduce: %d instances, %d feasible, %d with an "
 	              "all-reduce\n", cases, feasible, with_ar);

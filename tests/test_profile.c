@@ -26,8 +26,9 @@
 
 #include "ops/ops.h"
 #include "telemetry/telemetry.h"
+#include "testutil.h"
 
-static char dir[] = "/tmp/thermap-test-profile-XXXXXX";
+static char dir[128];  /* the temporary directory of this run */
 static char path[512];
 
 /* Writes text to dir/name and returns its path. */
@@ -1477,15 +1478,14 @@ static void test_threads_same_result(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
+	return tt_tmpdir(dir, sizeof dir, "thermap-test-profile");
 }
 
 static int teardown(void **state)
 {
-	char cmd[600];
 	(void)state;
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	tt_rm_tree(dir);
+	return 0;
 }
 
 /* ---- two readings at once ----------------------------------------------- */

@@ -27,7 +27,7 @@ static void by_layers(tm_job *j, const int *layers, double lf, double lb)
 		st->measured = false;
 		st->layers = layers[c];
 		st->extra_fwd_ms = c == 0 ? lf : c == j->nstages - 1 ?
-		                   tl_unif(0, 6) * lf : 0;
+		                   tt_unif(0, 6) * lf : 0;
 		st->extra_bwd_ms = 2 * st->extra_fwd_ms;
 		st->fwd_ms = st->extra_fwd_ms + st->layers * lf;
 		st->bwd_ms = st->extra_bwd_ms + st->layers * lb;
@@ -110,21 +110,21 @@ static void test_brute_force(void **state)
 						perms[q][2] = c;
 						perms[q++][3] = d;
 					}
-	tl_state = 20261121;
+	tt_seq.s = 20261121;
 	for (int it = 0; it < cases; it++) {
-		tm_cluster *c = tl_cluster(1, 4, 0);
-		tm_profile *p = tl_profile(c, false);
-		tm_job *j = tl_job(4, 4, 1, 4, 1, false, false);
+		tm_cluster *c = tt_cluster(1, 4, 0);
+		tm_profile *p = tt_profile(c, false);
+		tm_job *j = tt_job(4, 4, 1, 4, 1, false, false);
 		tm_policy *pol = NULL, *place = NULL;
 		tm_error err = { 0, "" };
 		tm_run run, plain;
-		int total = tl_int(8, 14), n[4], *flat;
+		int total = tt_int(8, 14), n[4], *flat;
 		int base = total / 4, rest = total % 4;
 		brute B = { c, p, j, NULL, NULL, INFINITY };
 
 		for (int k = 0; k < 4; k++)
 			n[k] = base + (k < rest);
-		by_layers(j, n, tl_unif(0.5, 2), tl_unif(1, 4));
+		by_layers(j, n, tt_unif(0.5, 2), tt_unif(1, 4));
 		assert_int_equal(tm_policy_default(&pol, &err), 0);
 		assert_int_equal(tm_policy_default(&place, &err), 0);
 		pol->rebalance = true;
@@ -161,7 +161,7 @@ static void test_brute_force(void **state)
 		tm_run_free(&run);
 		tm_run_free(&plain);
 		tm_policy_free(place);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("rebalance: %d of %d cases at the joint optimum, %d "
 	              "proven\n", joint, cases, proven);
@@ -172,9 +172,9 @@ static void test_brute_force(void **state)
 static void test_alternating(void **state)
 {
 	int n[8] = { 4, 6, 6, 6, 6, 6, 6, 8 }, want[8] = { 5, 5, 7, 5, 7, 5, 7, 7 };
-	tm_cluster *c = tl_cluster(1, 8, 0);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(8, 8, 1, 8, 1, false, true);
+	tm_cluster *c = tt_cluster(1, 8, 0);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(8, 8, 1, 8, 1, false, true);
 	tm_policy *pol = NULL;
 	tm_error err = { 0, "" };
 	tm_run run;
@@ -194,7 +194,7 @@ static void test_alternating(void **state)
 	assert_int_equal(run.layers[0], 9);
 	assert_int_equal(run.layers[1], 1);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* The slow GPU would take fewer layers, but memory holds every chunk
@@ -202,9 +202,9 @@ static void test_alternating(void **state)
 static void test_memory(void **state)
 {
 	int n[2] = { 12, 12 };
-	tm_cluster *c = tl_cluster(1, 2, 0);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(2, 2, 1, 2, 1, false, true);
+	tm_cluster *c = tt_cluster(1, 2, 0);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(2, 2, 1, 2, 1, false, true);
 	tm_policy *pol = NULL;
 	tm_error err = { 0, "" };
 	tm_run run;
@@ -234,14 +234,14 @@ static void test_memory(void **state)
 	assert_null(run.layers);
 	assert_null(run.job);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 static void test_measured_refused(void **state)
 {
-	tm_cluster *c = tl_cluster(1, 2, 0);
-	tm_profile *p = tl_profile(c, true);
-	tm_job *j = tl_job(2, 2, 1, 2, 1, false, true);
+	tm_cluster *c = tt_cluster(1, 2, 0);
+	tm_profile *p = tt_profile(c, true);
+	tm_job *j = tt_job(2, 2, 1, 2, 1, false, true);
 	tm_policy *pol = NULL;
 	tm_error err = { 0, "" };
 	tm_run run;
@@ -251,7 +251,7 @@ static void test_measured_refused(void **state)
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &err),
 	                 TM_EINPUT);
 	assert_non_null(strstr(err.msg, "given by layers"));
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 int main(void)

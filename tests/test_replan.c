@@ -84,21 +84,10 @@ static bool exists(const char *path)
 static char *read_text(const char *dir, size_t *len)
 {
 	char path[256];
-	FILE *f;
-	long n;
 	char *b;
 	snprintf(path, sizeof path, "%s/plan.json", dir);
-	f = fopen(path, "rb");
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0);
-	rewind(f);
-	b = xmalloc((size_t)n + 1);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	b[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
+	b = tt_slurp(path, len);
+	assert_true(*len > 0);
 	return b;
 }
 
@@ -210,7 +199,7 @@ static void perturb(tm_profile *p)
 		                &e->temp_max_c, &e->headroom_c, &e->ambient_c };
 		for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
 			if (isfinite(*f[k]))
-				*f[k] += tl_unif(-0.5, 0.5);
+				*f[k] += tt_unif(-0.5, 0.5);
 	}
 }
 
@@ -508,7 +497,7 @@ static void check_written(const tm_cluster *c, const tm_job *j,
                           const char *prev, const where *was,
                           const tm_replan_result *res)
 {
-	json_t *root = tp_load_plan(out), *rp, *mv, *ranks, *e;
+	json_t *root = tt_plan_load(out), *rp, *mv, *ranks, *e;
 	char summary[2048], buf[96];
 	tm_error err = { 0, "" };
 	where now;
@@ -609,7 +598,7 @@ static void test_noise_fixture(void **state)
 		tm_error err;
 		int rc;
 		const char *out = sub("noise-h200-out");
-		tl_state = 0x51ed270b27d3c3a5ull + (uint64_t)seed * 7919;
+		tt_seq.s = 0x51ed270b27d3c3a5ull + (uint64_t)seed * 7919;
 		q = profile_copy(p);
 		perturb(q);
 		/* with out_dir: a kept plan writes nothing */
@@ -630,7 +619,7 @@ static void test_noise_fixture(void **state)
 	print_message("replan, noise on h200x4-a: %d of %d seeds with another "
 	              "best placement, all kept\n", differ, NOISE_FIXTURE_SEEDS);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 static void test_noise_random(void **state)
@@ -639,9 +628,9 @@ static void test_noise_random(void **state)
 	int differ = 0, total = 0;
 	(void)state;
 	assert_int_equal(tm_min_gain_parse(TM_MIN_GAIN_DEFAULT, &mg), 0);
-	tl_state = 20260704;
+	tt_seq.s = 20260704;
 	for (int id = 0; id < NOISE_RANDOM_CASES; id++) {
-		int nhost = tl_int(1, 2), ngpu = tl_int(4, 8), pp = tl_int(2, 4);
+		int nhost = tt_int(1, 2), ngpu = tt_int(4, 8), pp = tt_int(2, 4);
 		int world, nodes, nproc, dp;
 		tm_cluster *c;
 		tm_profile *p;
@@ -652,12 +641,12 @@ static void test_noise_random(void **state)
 		char name[32];
 
 		do
-			dp = tl_int(1, 4);
+			dp = tt_int(1, 4);
 		while (pp * dp < 4 || pp * dp > 8);
 		world = pp * dp;
 		if (id % 2)
 			nhost = 1;
-		nodes = nhost == 2 && world % 2 == 0 && tl_int(0, 1) ? 2 : 1;
+		nodes = nhost == 2 && world % 2 == 0 && tt_int(0, 1) ? 2 : 1;
 		nproc = world / nodes;
 		/* the replan's integer program (no host decomposition) takes
 		 * seconds past ~100 ranks × GPUs */
@@ -670,19 +659,19 @@ static void test_noise_random(void **state)
 			 * so the noise reorders placements by peak and the
 			 * policy's best is often another placement (one host:
 			 * GLPK needs the whole time limit for ties over two) */
-			c = tl_cluster(1, ngpu, 3);
-			p = tl_profile(c, true);
+			c = tt_cluster(1, ngpu, 3);
+			p = tt_profile(c, true);
 			for (int e = 0; e < p->ngpus; e++) {
-				p->gpus[e].ambient_c = 30 + tl_unif(-0.3, 0.3);
+				p->gpus[e].ambient_c = 30 + tt_unif(-0.3, 0.3);
 				p->gpus[e].r_c_per_w = 0.04;
 				p->gpus[e].power_idle_w = 80;
 				p->gpus[e].power_load_w = 500;
 			}
 		} else {
-			c = tl_cluster(nhost, ngpu, tl_int(0, 3));
-			p = tl_profile(c, false);
+			c = tt_cluster(nhost, ngpu, tt_int(0, 3));
+			p = tt_profile(c, false);
 		}
-		j = tl_job(world, nproc, 1, pp, 1, tl_int(0, 1), false);
+		j = tt_job(world, nproc, 1, pp, 1, tt_int(0, 1), false);
 		assert_int_equal(tm_policy_default(&pol, &err), 0);
 		snprintf(name, sizeof name, "noise-%d", id);
 		plan_to(c, p, j, pol, sub(name), &run);
@@ -706,7 +695,7 @@ static void test_noise_random(void **state)
 			tm_profile_free(q);
 		}
 		tm_run_free(&run);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("replan, noise on random clusters: %d of %d replans with "
 	              "another best placement, all kept\n", differ, total);
@@ -725,9 +714,9 @@ static void test_remove_gpu(void **state)
 	tm_min_gain never = { INFINITY, INFINITY }, mg;
 	(void)state;
 	assert_int_equal(tm_min_gain_parse(TM_MIN_GAIN_DEFAULT, &mg), 0);
-	tl_state = 0xc0ffee1234567ull;
+	tt_seq.s = 0xc0ffee1234567ull;
 	for (int id = 0; id < REMOVE_CASES; id++) {
-		int nhost = tl_int(1, 3), nproc = tl_int(2, 4), ngpu, nodes, world;
+		int nhost = tt_int(1, 3), nproc = tt_int(2, 4), ngpu, nodes, world;
 		int pp, dv[16], nd = 0, r0, hx, drop[3] = { -1, -1, -1 }, m, rc;
 		tm_cluster *c, *c2;
 		tm_profile *p;
@@ -739,9 +728,9 @@ static void test_remove_gpu(void **state)
 		where was, now;
 		char name[32], name2[32];
 
-		ngpu = tl_int(0, 2) == 0 ? (nproc < 3 ? 3 : nproc) :
-		       tl_int(nproc < 3 ? 3 : nproc, 6);
-		nodes = tl_int(1, nhost);
+		ngpu = tt_int(0, 2) == 0 ? (nproc < 3 ? 3 : nproc) :
+		       tt_int(nproc < 3 ? 3 : nproc, 6);
+		nodes = tt_int(1, nhost);
 		/* GLPK needs seconds to minutes on the largest (12 ranks × 18
 		 * GPUs, or pipelines of 8): ranks × GPUs ≤ 100, pp ≤ 4 */
 		while (nodes > 1 && nproc * nodes * nhost * ngpu > 100)
@@ -750,10 +739,10 @@ static void test_remove_gpu(void **state)
 		for (int d = 1; d <= world && d <= 4; d++)
 			if (world % d == 0)
 				dv[nd++] = d;
-		pp = dv[tl_int(nd > 1 ? 1 : 0, nd - 1)];
-		c = tl_cluster(nhost, ngpu, tl_int(0, 3));
-		p = tl_profile(c, false);
-		j = tl_job(world, nproc, 1, pp, 1, tl_int(0, 1), false);
+		pp = dv[tt_int(nd > 1 ? 1 : 0, nd - 1)];
+		c = tt_cluster(nhost, ngpu, tt_int(0, 3));
+		p = tt_profile(c, false);
+		j = tt_job(world, nproc, 1, pp, 1, tt_int(0, 1), false);
 		assert_int_equal(tm_policy_default(&pol, &err), 0);
 		pol->method = TM_METHOD_ILP;
 		pol->tp_nvlink = false;
@@ -764,7 +753,7 @@ static void test_remove_gpu(void **state)
 		/* one GPU the plan uses; a host left with fewer than nproc GPUs
 		 * is not used (its node moves whole), and hosts may now differ
 		 * in GPU count even for a multi-node job */
-		r0 = tl_int(0, world - 1);
+		r0 = tt_int(0, world - 1);
 		hx = run.sol.pl->host[r0];
 		drop[hx] = run.sol.pl->gpu[r0];
 		multi += nodes > 1;
@@ -796,7 +785,7 @@ static void test_remove_gpu(void **state)
 				         pp, r0, res.moved, res.fewest_moves, m);
 			assert_true(m >= 1);
 			check_written(c2, j, p, sub(name2), sub(name), &was, &res);
-			tp_rm_tree(sub(name2));
+			tt_rm_tree(sub(name2));
 		}
 		tm_replan_result_free(&res);
 
@@ -822,7 +811,7 @@ static void test_remove_gpu(void **state)
 		tm_replan_result_free(&res);
 		tm_cluster_free(c2);
 		tm_run_free(&run);
-		tl_free(NULL, pol, j, p, c);
+		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("replan, GPU gone: %d cases with a placement, %d without, "
 	              "%d with a host left too small, %d multi-node; default "
@@ -854,10 +843,10 @@ static void test_remove_host(void **state)
 	json_t *e;
 	(void)state;
 
-	tl_state = 77;
-	c = tl_cluster(3, 4, 0);
-	p = tl_profile(c, false);
-	j = tl_job(8, 4, 1, 4, 1, false, false);
+	tt_seq.s = 77;
+	c = tt_cluster(3, 4, 0);
+	p = tt_profile(c, false);
+	j = tt_job(8, 4, 1, 4, 1, false, false);
 	assert_int_equal(tm_policy_default(&pol, &err), 0);
 	pol->method = TM_METHOD_ILP;
 	pol->tp_nvlink = false;
@@ -889,7 +878,7 @@ static void test_remove_host(void **state)
 	assert_torchrun_valid(c2, 4, res.pl);
 	check_written(c2, j, p, out, prev, &was, &res);
 	/* every move says it was forced by the host that is gone */
-	root = tp_load_plan(out);
+	root = tt_plan_load(out);
 	json_array_foreach(json_object_get(json_object_get(root, "replan"),
 	                                   "moves"), i, e) {
 		const char *why = json_string_value(json_object_get(e, "why"));
@@ -903,7 +892,7 @@ static void test_remove_host(void **state)
 	tm_replan_result_free(&res);
 	tm_cluster_free(c2);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- 3, 4. written plans, move cost, max_moves ------------------------- */
@@ -958,7 +947,7 @@ static void test_move_cost(void **state)
 		json_decref(o);
 	}
 	check_written(c, j, q, out, prev, &was, &res);
-	tp_rm_tree(out);
+	tt_rm_tree(out);
 	tm_replan_result_free(&res);
 
 	/* time alone ("1%"): moves are free, worth it, written, and the
@@ -1007,7 +996,7 @@ static void test_move_cost(void **state)
 		json_decref(o);
 	}
 	tm_replan_result_free(&res2);
-	tp_rm_tree(out);
+	tt_rm_tree(out);
 
 	/* a prohibitive price: keep, write nothing */
 	pol->move_cost_ms = 1e6;
@@ -1039,7 +1028,7 @@ static void test_move_cost(void **state)
 	tm_replan_result_free(&res);
 	tm_profile_free(q);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* Spare GPUs: one host of 8, a pipeline of 4. The new profile slows the
@@ -1059,10 +1048,10 @@ static void test_max_moves(void **state)
 	int rc, drop[1];
 	(void)state;
 
-	tl_state = 4242;
-	c = tl_cluster(1, 8, 3);
-	p = tl_profile(c, true);
-	j = tl_job(4, 4, 1, 4, 1, false, true);  /* stage 3 is the heaviest */
+	tt_seq.s = 4242;
+	c = tt_cluster(1, 8, 3);
+	p = tt_profile(c, true);
+	j = tt_job(4, 4, 1, 4, 1, false, true);  /* stage 3 is the heaviest */
 	assert_int_equal(tm_policy_default(&pol, &err), 0);
 	pol->tp_nvlink = false;
 	plan_to(c, p, j, pol, prev, &run);
@@ -1124,7 +1113,7 @@ static void test_max_moves(void **state)
 	tm_cluster_free(c2);
 	tm_profile_free(q);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* On 3 hosts of 6 GPUs with 12 ranks, GLPK spends the whole time_limit_s
@@ -1148,10 +1137,10 @@ static void test_time_limit(void **state)
 	const char *prev = sub("limit");
 	(void)state;
 
-	tl_state = 1000003;
-	c = tl_cluster(3, 6, 3);
-	p = tl_profile(c, false);
-	j = tl_job(12, 4, 1, 4, 1, false, false);
+	tt_seq.s = 1000003;
+	c = tt_cluster(3, 6, 3);
+	p = tt_profile(c, false);
+	j = tt_job(12, 4, 1, 4, 1, false, false);
 	assert_int_equal(tm_policy_default(&pol, &err), 0);
 	pol->method = TM_METHOD_ILP;
 	pol->tp_nvlink = false;
@@ -1183,7 +1172,7 @@ static void test_time_limit(void **state)
 	tm_replan_result_free(&res);
 	tm_cluster_free(c2);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- 5. refusals ------------------------------------------------------- */
@@ -1217,18 +1206,18 @@ static void edited_fails(const tm_cluster *c, const tm_profile *p,
                          const char *prev, const char *name,
                          void (*f)(json_t *), const char *want)
 {
-	json_t *root = tp_load_plan(prev);
+	json_t *root = tt_plan_load(prev);
 	tm_error err;
 	int rc;
 	f(root);
-	tp_save_json(sub(name), root);
+	tt_plan_save_json(sub(name), root);
 	json_decref(root);
 	rc = replan_fails(c, p, j, pol, sub(name), &err);
 	if (rc != TM_EINPUT || !strstr(err.msg, name) ||
 	    (want && !strstr(err.msg, want)))
 		fail_msg("%s: rc %d, message \"%s\" (want exit 4 and \"%s\")", name,
 		         rc, err.msg, want ? want : "");
-	tp_rm_tree(sub(name));
+	tt_rm_tree(sub(name));
 }
 
 static json_t *rank_of(json_t *root, int r)
@@ -1339,11 +1328,11 @@ static void test_refusals(void **state)
 	assert_int_equal(replan_fails(c, p, j, pol, prev, &err), TM_ENOCHANGE);
 
 	/* another world size; the same size in another layout */
-	j2 = tl_job(2, 2, 1, 2, 1, false, false);
+	j2 = tt_job(2, 2, 1, 2, 1, false, false);
 	assert_int_equal(replan_fails(c, p, j2, pol, prev, &err), TM_EINPUT);
 	assert_non_null(strstr(err.msg, "world size"));
 	tm_job_free(j2);
-	j2 = tl_job(4, 4, 1, 2, 1, false, false);  /* pp fastest-varying */
+	j2 = tt_job(4, 4, 1, 2, 1, false, false);  /* pp fastest-varying */
 	assert_int_equal(replan_fails(c, p, j2, pol, prev, &err), TM_EINPUT);
 	assert_non_null(strstr(err.msg, "layout changed"));
 	tm_job_free(j2);
@@ -1356,13 +1345,13 @@ static void test_refusals(void **state)
 	/* truncated anywhere */
 	text = read_text(prev, &len);
 	for (size_t cut = 0; cut + 3 < len; cut += 1 + len / 97, cuts++) {
-		tp_save_text(sub("cut"), text, cut);
+		tt_plan_save_text(sub("cut"), text, cut);
 		rc = replan_fails(c, p, j, pol, sub("cut"), &err);
 		if (rc != TM_EINPUT || !strstr(err.msg, "cut/plan.json"))
 			fail_msg("cut at %zu of %zu: rc %d (%s)", cut, len, rc,
 			         err.msg);
 	}
-	tp_rm_tree(sub("cut"));
+	tt_rm_tree(sub("cut"));
 
 	/* edited into plans thermap never wrote */
 	edited_fails(c, p, j, pol, prev, "same-gpu", ed_same_gpu, "ranks[1]");
@@ -1390,14 +1379,14 @@ static void test_refusals(void **state)
 	edited_fails(c, p, j, pol, prev, "layers", ed_layers, "layers");
 
 	/* random bytes overwritten: an answer or an error, never a crash */
-	tl_state = 99991;
+	tt_seq.s = 99991;
 	for (int k = 0; k < 150; k++) {
 		char *t = xmalloc(len);
-		int flips = tl_int(1, 3);
+		int flips = tt_int(1, 3);
 		memcpy(t, text, len);
 		for (int f = 0; f < flips; f++)
-			t[tl_int(0, (int)len - 1)] = (char)tl_int(0, 255);
-		tp_save_text(sub("fuzz"), t, len);
+			t[tt_int(0, (int)len - 1)] = (char)tt_int(0, 255);
+		tt_plan_save_text(sub("fuzz"), t, len);
 		rc = replan_fails(c, p, j, pol, sub("fuzz"), &err);
 		if (rc != 0 && rc != TM_ENOCHANGE && rc != TM_EINPUT &&
 		    rc != TM_EINFEASIBLE)
@@ -1406,13 +1395,13 @@ static void test_refusals(void **state)
 		fuzz_err += rc == TM_EINPUT;
 		free(t);
 	}
-	tp_rm_tree(sub("fuzz"));
+	tt_rm_tree(sub("fuzz"));
 	print_message("replan refusals: %d truncations; fuzz: %d answered, %d "
 	              "refused\n", cuts, fuzz_ok, fuzz_err);
 	assert_true(fuzz_err > 50);
 	free(text);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- 6. the decision line ---------------------------------------------- */
@@ -1450,7 +1439,7 @@ static void test_decision_line(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "decision")),
 	                    "keep");
 	assert_int_equal(json_integer_value(json_object_get(o, "exit")), 3);
-	pj = tp_load_plan(prev);
+	pj = tt_plan_load(prev);
 	assert_string_equal(json_string_value(json_object_get(o, "previous")),
 	                    json_string_value(json_object_get(pj, "id")));
 	assert_string_equal(res.prev_id, json_string_value(json_object_get(pj,
@@ -1482,7 +1471,7 @@ static void test_decision_line(void **state)
 	tm_replan_result_free(&res);
 	tm_profile_free(q);
 	tm_run_free(&run);
-	tl_free(NULL, pol, j, p, c);
+	tt_free(NULL, pol, j, p, c);
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -1490,8 +1479,7 @@ static void test_decision_line(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmp, sizeof tmp, "/tmp/test_replan-XXXXXX");
-	if (!mkdtemp(tmp))
+	if (tt_tmpdir(tmp, sizeof tmp, "test_replan"))
 		return -1;
 	tm_set_warn(count_warn, NULL);
 	return 0;
@@ -1500,7 +1488,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	tp_rm_tree(tmp);
+	tt_rm_tree(tmp);
 	tm_set_warn(NULL, NULL);
 	return 0;
 }

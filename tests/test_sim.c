@@ -37,14 +37,14 @@ static void build(fixture *f, int nhost, int ngpu, int tp, int pp, int vpp,
 	tm_error e = { 0, "" };
 	int world = nhost * ngpu;
 	memset(f, 0, sizeof *f);
-	f->c = tl_cluster(nhost, ngpu, uniform ? 3 : 2);
-	f->p = tl_profile(f->c, uniform);
-	f->j = tl_job(world, ngpu, tp, pp, vpp, true, true);
+	f->c = tt_cluster(nhost, ngpu, uniform ? 3 : 2);
+	f->p = tt_profile(f->c, uniform);
+	f->j = tt_job(world, ngpu, tp, pp, vpp, true, true);
 	assert_int_equal(tm_policy_default(&f->pol, &e), 0);
 	f->pol->method = TM_METHOD_IDENTITY;
 	for (int s = 0; s < f->j->nstages; s++) {
 		tm_stage *st = &f->j->stages[s];
-		st->fwd_ms = uniform ? 2 : tl_unif(1, 10);
+		st->fwd_ms = uniform ? 2 : tt_unif(1, 10);
 		st->bwd_ms = 2 * st->fwd_ms;
 		if (uniform)
 			st->act_mib = 0;
@@ -58,7 +58,7 @@ static void build(fixture *f, int nhost, int ngpu, int tp, int pp, int vpp,
 static void unbuild(fixture *f)
 {
 	free(f->flat);
-	tl_free(f->pb, f->pol, f->j, f->p, f->c);
+	tt_free(f->pb, f->pol, f->j, f->p, f->c);
 }
 
 /* Equal stages (f = 2, b = 4 ms, no transfers): 1F1B and GPipe take
@@ -112,9 +112,9 @@ static void test_model_agrees(void **state)
 {
 	double worst = 0, low = 0;
 	(void)state;
-	tl_state = 424242;
+	tt_seq.s = 424242;
 	for (int it = 0; it < 300; it++) {
-		int pp = tl_int(1, 6), dp = tl_int(1, 2), tp = tl_int(1, 2);
+		int pp = tt_int(1, 6), dp = tt_int(1, 2), tp = tt_int(1, 2);
 		int ngpu = pp * dp * tp;
 		fixture f;
 		tm_sim s;
@@ -123,11 +123,11 @@ static void test_model_agrees(void **state)
 		build(&f, 1, ngpu, tp, pp, 1, it % 2 == 1);
 		for (int s0 = 0; s0 < f.j->nstages; s0++) {
 			tm_stage *st = &f.j->stages[s0];
-			st->fwd_ms = tl_unif(5, 10);
+			st->fwd_ms = tt_unif(5, 10);
 			st->bwd_ms = 2 * st->fwd_ms;
-			st->act_mib = it % 2 ? tl_unif(0, 64) : 0;
+			st->act_mib = it % 2 ? tt_unif(0, 64) : 0;
 		}
-		f.j->microbatches = tl_int(2 * pp, 64);
+		f.j->microbatches = tt_int(2 * pp, 64);
 		tm_problem_free(f.pb);
 		{
 			tm_error e = { 0, "" };
@@ -157,16 +157,16 @@ static void test_model_agrees(void **state)
 static void test_schedules_finish(void **state)
 {
 	(void)state;
-	tl_state = 777;
+	tt_seq.s = 777;
 	for (int it = 0; it < 200; it++) {
-		int pp = tl_int(2, 6), v = tl_int(1, 3);
+		int pp = tt_int(2, 6), v = tt_int(1, 3);
 		fixture f;
 		tm_sim s;
 		build(&f, 1, pp, 1, pp, v, false);
-		f.j->microbatches = tl_int(1, 20);
+		f.j->microbatches = tt_int(1, 20);
 		if (v > 1)
-			f.j->microbatches = pp * tl_int(1, 4);
-		if (v == 1 && tl_int(0, 1))
+			f.j->microbatches = pp * tt_int(1, 4);
+		if (v == 1 && tt_int(0, 1))
 			f.j->sched = TM_SCHED_GPIPE;
 		assert_int_equal(tm_simulate(f.pb, f.flat, true, &s), 0);
 		assert_true(s.iteration_ms > 0 && s.bubble >= -1e-12 &&
@@ -191,7 +191,7 @@ static void test_feedback(void **state)
 	tm_sim cold, hot;
 	double slow;
 	(void)state;
-	tl_state = 99;
+	tt_seq.s = 99;
 	build(&f, 1, 2, 1, 2, 1, true);
 	f.j->microbatches = 8;
 	for (int g = 0; g < 2; g++) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ops/ops.h"
+#include "testutil.h"
 
 #define COOL "#4575b4"  /* the ramp's ends, as svg.h documents them */
 #define HOT "#d73027"
@@ -343,7 +344,7 @@ static void test_wrap_and_scale(void **state)
 static void test_write(void **state)
 {
 	const char *bad = "/nonexistent-thermap-svg-test/sub/out.svg";
-	char dir[] = "/tmp/test_svg.XXXXXX", path[64];
+	char dir[128], path[160];
 	tm_error e = { 0, "" };
 	tm_svg_panel p[2];
 	char *want, *got = NULL;
@@ -355,7 +356,7 @@ static void test_write(void **state)
 	assert_int_not_equal(e.code, 0);
 	assert_non_null(strstr(e.msg, bad));
 
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(tt_tmpdir(dir, sizeof dir, "test_svg"), 0);
 	snprintf(path, sizeof path, "%s/out.svg", dir);
 	memset(&e, 0, sizeof e);
 	assert_int_equal(tm_svg_write(path, p, 2, NULL, &e), 0);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "telemetry/telemetry.h"
+#include "testutil.h"
 
 /* The real scrape: two dcgm-exporter captures merged by Datadog's tests. */
 static const char T4[] = "fixtures/telemetry/dcgm-exporter-metrics_tesla-t4_"
@@ -71,18 +72,6 @@ static void run_free(run *x)
 	tl_sink_free(x->k);   /* and the points it holds unflushed */
 }
 
-/* Writes len bytes to a new temporary file named after tmpl. */
-static void write_tmp(char *file, size_t cap, const char *tmpl,
-                      const char *text, size_t len)
-{
-	int fd;
-	snprintf(file, cap, "%s", tmpl);
-	fd = mkstemp(file);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, len), (ssize_t)len);
-	close(fd);
-}
-
 static int read_file(run *x, const char *file, const char *host)
 {
 	tl_lines L;
@@ -101,7 +90,7 @@ static int read_text_as(run *x, const char *text, size_t len,
                         const char *host, const char *tmpl)
 {
 	run_init(x);
-	write_tmp(x->file, sizeof x->file, tmpl, text, len);
+	tt_write_tmp(x->file, sizeof x->file, tmpl, text, len);
 	read_file(x, x->file, host);
 	unlink(x->file);
 	return x->rc;
@@ -115,19 +104,7 @@ static int read_text(run *x, const char *text, const char *host)
 /* err->msg must be want with FILE replaced by the file name. */
 static void expect_msg(const run *x, const char *want)
 {
-	char buf[2048];
-	size_t o = 0;
-	for (const char *p = want; *p && o < sizeof buf - 70; ) {
-		if (!strncmp(p, "FILE", 4)) {
-			o += (size_t)snprintf(buf + o, sizeof buf - o, "%s",
-			                      x->src.file);
-			p += 4;
-		} else {
-			buf[o++] = *p++;
-		}
-	}
-	buf[o] = '\0';
-	assert_string_equal(x->err.msg, buf);
+	tt_expect_msg(x->err.msg, x->src.file, want);
 }
 
 static void expect_ident(const run *x, int id, const char *host,

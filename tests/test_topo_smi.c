@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "topo/topo.h"
+#include "testutil.h"
 
 #define TOPO_DIR "fixtures/topo/nvidia-smi-topo"
 #define LIST_DIR "fixtures/topo/gpu-lists"
@@ -27,54 +28,12 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static char *slurp(const char *file, size_t *len)
-{
-	FILE *f = fopen(file, "rb");
-	char *b;
-	long n;
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n >= 0);
-	rewind(f);
-	b = malloc((size_t)n + 1);
-	assert_non_null(b);
-	assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-	b[n] = '\0';
-	fclose(f);
-	if (len)
-		*len = (size_t)n;
-	return b;
-}
-
-/* Writes len bytes to a new temporary file; its name goes into file. */
-static void write_tmp(char *file, size_t cap, const char *text, size_t len)
-{
-	int fd;
-	snprintf(file, cap, "/tmp/ttoposmiXXXXXX");
-	fd = mkstemp(file);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, text, len), (ssize_t)len);
-	close(fd);
-}
-
-/* err->msg must be want with FILE replaced by file. */
+/* An input error whose message is want with FILE replaced by file. */
 static void expect_msg(const tm_error *err, const char *file,
                        const char *want)
 {
-	char buf[2048];
-	size_t o = 0;
-	for (const char *p = want; *p && o < sizeof buf - 300; ) {
-		if (!strncmp(p, "FILE", 4)) {
-			o += (size_t)snprintf(buf + o, sizeof buf - o, "%s", file);
-			p += 4;
-		} else {
-			buf[o++] = *p++;
-		}
-	}
-	buf[o] = '\0';
 	assert_int_equal(err->code, TM_EINPUT);
-	assert_string_equal(err->msg, buf);
+	tt_expect_msg(err->msg, file, want);
 }
 
 typedef int (*reader)(const char *, tp_view *, tm_error *);
@@ -85,7 +44,7 @@ static int read_text(reader rd, const char *text, size_t len, tp_view *v,
 {
 	int rc;
 	memset(err, 0, sizeof *err);
-	write_tmp(file, cap, text, len);
+	tt_write_tmp(file, cap, "/tmp/ttoposmiXXXXXX", text, len);
 	rc = rd(file, v, err);
 	unlink(file);
 	return rc;
@@ -155,7 +114,7 @@ static void strip_esc(char *s)
  * tokens. Rows are the later lines whose first token is GPU<d>. */
 static void simple_read(const char *file, simple *S)
 {
-	char *text = slurp(file, NULL), *line, *save = NULL;
+	char *text = tt_slurp(file, NULL), *line, *save = NULL;
 	bool header = false;
 	memset(S, 0, sizeof *S);
 	for (line = strtok_r(text, "\n", &save); line;
@@ -872,7 +831,7 @@ static void L_rejects(void **state)
 static void q_rejects(void **state)
 {
 	size_t len;
-	char *text = slurp(H200 "/smi-q.txt", &len), *p, *copy;
+	char *text = tt_slurp(H200 "/smi-q.txt", &len), *p, *copy;
 	(void)state;
 	p = strstr(text, "\nGPU 00000000:00:09.0\n");
 	assert_non_null(p);
@@ -930,7 +889,7 @@ static void list_garbage(void **state)
 	/* a topo -m matrix is no GPU list */
 	{
 		size_t len;
-		char *t = slurp(H200 "/topo-m.txt", &len);
+		char *t = tt_slurp(H200 "/topo-m.txt", &len);
 		reject(tp_read_gpu_list, t, len, none);
 		free(t);
 	}
@@ -969,7 +928,7 @@ static void fuzz(void **state)
 	for (int it = 0; it < 1400; it++) {
 		const char *src = files[it % (sizeof files / sizeof files[0])];
 		size_t len, n;
-		char *text = slurp(src, &len), file[64];
+		char *text = tt_slurp(src, &len), file[64];
 		reader rd = it % 2 ? tp_read_gpu_list : tp_read_smi_topo;
 		tm_error err;
 		tp_view v;

@@ -20,12 +20,13 @@
 #include <unistd.h>
 
 #include "topo/topo.h"
+#include "testutil.h"
 
 #define HW "fixtures/topo/hwloc-xml/"
 #define NC "fixtures/topo/nccl-topo/"
 #define H200 "fixtures/h200x4-a/"
 
-static char dir[] = "/tmp/thermap-test-topo-XXXXXX";
+static char dir[128];  /* the temporary directory of this run */
 
 /* Under LeakSanitizer: loading the live machine through libhwloc's pci
  * plugin (libpciaccess) leaves about 1 KB that the plugin allocated and
@@ -1006,7 +1007,7 @@ static void test_nccl_other_vendor(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	return mkdtemp(dir) ? 0 : -1;
+	return tt_tmpdir(dir, sizeof dir, "thermap-test-topo");
 }
 
 static int teardown(void **state)

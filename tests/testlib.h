@@ -11,29 +11,24 @@
 #include <string.h>
 
 #include "ops/ops.h"
+#include "testutil.h"
 
-static uint64_t tl_state = 88172645463325252ull;
+/* The builders' sequence: a test that wants its own cases sets
+ * tt_seq.s first. */
+static tt_rng tt_seq = { 88172645463325252ull };
 
-static inline uint64_t tl_next(void)
+static inline double tt_unif(double lo, double hi)
 {
-	tl_state ^= tl_state << 13;
-	tl_state ^= tl_state >> 7;
-	tl_state ^= tl_state << 17;
-	return tl_state;
+	return tt_real(&tt_seq, lo, hi);
 }
 
-static inline double tl_unif(double lo, double hi)
+static inline int tt_int(int lo, int hi)  /* inclusive */
 {
-	return lo + (hi - lo) * (double)(tl_next() >> 11) / 9007199254740992.0;
-}
-
-static inline int tl_int(int lo, int hi)  /* inclusive */
-{
-	return lo + (int)(tl_next() % (uint64_t)(hi - lo + 1));
+	return lo + tt_below(&tt_seq, hi - lo + 1);
 }
 
 /* The DGX-1 hybrid cube-mesh of fixtures/public/dgx1-v100 (0 = SYS). */
-static const int tl_dgx1[8][8] = {
+static const int tt_dgx1[8][8] = {
 	{ -1, 1, 1, 2, 2, 0, 0, 0 }, { 1, -1, 2, 1, 0, 2, 0, 0 },
 	{ 1, 2, -1, 2, 0, 0, 1, 0 }, { 2, 1, 2, -1, 0, 0, 0, 1 },
 	{ 2, 0, 0, 0, -1, 1, 1, 2 }, { 0, 2, 0, 0, 1, -1, 2, 1 },
@@ -41,12 +36,12 @@ static const int tl_dgx1[8][8] = {
 };
 
 /* link kinds: 0 all NVLink, 1 DGX-1 submatrix, 2 random mix, 3 uniform */
-static inline void tl_links(tm_node *n, int kind)
+static inline void tt_links(tm_node *n, int kind)
 {
 	int ng = n->ngpus;
 	int perm[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
 	for (int i = 7; i > 0; i--) {
-		int k = tl_int(0, i), t = perm[i];
+		int k = tt_int(0, i), t = perm[i];
 		perm[i] = perm[k];
 		perm[k] = t;
 	}
@@ -59,15 +54,15 @@ static inline void tl_links(tm_node *n, int kind)
 			if (i != k) {
 				if (kind == 0 || kind == 3) {
 					l = TM_LINK_NV;
-					nv = kind == 3 ? 2 : tl_int(1, 2);
+					nv = kind == 3 ? 2 : tt_int(1, 2);
 				} else if (kind == 1 && ng <= 8) {
-					nv = tl_dgx1[perm[i]][perm[k]];
+					nv = tt_dgx1[perm[i]][perm[k]];
 					l = nv ? TM_LINK_NV : TM_LINK_SYS;
 				} else {
-					int r = tl_int(0, 3);
+					int r = tt_int(0, 3);
 					l = r == 0 ? TM_LINK_SYS : r == 1 ? TM_LINK_PHB :
 					    TM_LINK_NV;
-					nv = l == TM_LINK_NV ? tl_int(1, 2) : 0;
+					nv = l == TM_LINK_NV ? tt_int(1, 2) : 0;
 				}
 			}
 			n->link[i * ng + k] = n->link[k * ng + i] = (unsigned char)l;
@@ -80,7 +75,7 @@ static inline void tl_links(tm_node *n, int kind)
 			                                             "Tesla V100");
 }
 
-static inline tm_cluster *tl_cluster(int nhost, int ngpu, int kind)
+static inline tm_cluster *tt_cluster(int nhost, int ngpu, int kind)
 {
 	tm_cluster *c = xcalloc(1, sizeof *c);
 	c->file = xstrdup("cluster.json");
@@ -100,13 +95,13 @@ static inline tm_cluster *tl_cluster(int nhost, int ngpu, int kind)
 			n->gpus[g].memory_gib = NAN;
 		}
 		n->net_gb_per_s = 12.5;
-		tl_links(n, kind);
+		tt_links(n, kind);
 	}
 	return c;
 }
 
 /* One profile entry per GPU, keyed by host and index. */
-static inline tm_profile *tl_profile(const tm_cluster *c, bool uniform)
+static inline tm_profile *tt_profile(const tm_cluster *c, bool uniform)
 {
 	tm_profile *p = xcalloc(1, sizeof *p);
 	int k = 0;
@@ -128,18 +123,18 @@ static inline tm_profile *tl_profile(const tm_cluster *c, bool uniform)
 			e->derate_basis = TM_BASIS_UNSET;
 			e->host = xstrdup(c->nodes[h].host);
 			e->index = g;
-			e->derate = uniform ? 1.0 : tl_int(0, 2) ? 1.0 + 0.01 *
-			            tl_int(0, 20) : 1.0;
-			e->ambient_c = tl_unif(25, 35);
-			e->r_c_per_w = tl_unif(0.02, 0.06);
-			e->power_idle_w = tl_unif(60, 90);
-			e->power_load_w = tl_unif(300, 700);
-			e->headroom_c = tl_unif(10, 30);
+			e->derate = uniform ? 1.0 : tt_int(0, 2) ? 1.0 + 0.01 *
+			            tt_int(0, 20) : 1.0;
+			e->ambient_c = tt_unif(25, 35);
+			e->r_c_per_w = tt_unif(0.02, 0.06);
+			e->power_idle_w = tt_unif(60, 90);
+			e->power_load_w = tt_unif(300, 700);
+			e->headroom_c = tt_unif(10, 30);
 		}
 	return p;
 }
 
-static inline tm_job *tl_job(int world, int nproc, int tp, int pp, int vpp,
+static inline tm_job *tt_job(int world, int nproc, int tp, int pp, int vpp,
                              bool dp_first, bool uniform_work)
 {
 	tm_job *j = xcalloc(1, sizeof *j);
@@ -159,7 +154,7 @@ static inline tm_job *tl_job(int world, int nproc, int tp, int pp, int vpp,
 	j->order[4] = dp_first ? TM_PP : TM_DP;
 	j->nproc_per_node = nproc;
 	j->sched = vpp > 1 ? TM_SCHED_INTERLEAVED : TM_SCHED_1F1B;
-	j->microbatches = tl_int(1, 16);
+	j->microbatches = tt_int(1, 16);
 	j->nstages = pp * vpp;
 	j->world = world;
 	j->layer_fwd_ms = j->layer_bwd_ms = j->layer_mem_gib = NAN;
@@ -167,10 +162,10 @@ static inline tm_job *tl_job(int world, int nproc, int tp, int pp, int vpp,
 	j->stages = xcalloc((size_t)j->nstages, sizeof *j->stages);
 	for (int s = 0; s < j->nstages; s++) {
 		tm_stage *st = &j->stages[s];
-		st->fwd_ms = uniform_work ? 3.0 + s : tl_unif(1, 10);
+		st->fwd_ms = uniform_work ? 3.0 + s : tt_unif(1, 10);
 		st->bwd_ms = 2 * st->fwd_ms;
 		st->layers = -1;
-		st->act_mib = tl_int(0, 3) ? tl_unif(0, 512) : 0;
+		st->act_mib = tt_int(0, 3) ? tt_unif(0, 512) : 0;
 		st->mem_gib = NAN;
 		st->measured = true;
 	}
@@ -178,7 +173,7 @@ static inline tm_job *tl_job(int world, int nproc, int tp, int pp, int vpp,
 }
 
 /* Frees what a test built; any argument may be NULL. */
-static inline void tl_free(tm_problem *pb, tm_policy *pol, tm_job *j,
+static inline void tt_free(tm_problem *pb, tm_policy *pol, tm_job *j,
                            tm_profile *p, tm_cluster *c)
 {
 	tm_problem_free(pb);

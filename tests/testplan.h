@@ -1,6 +1,6 @@
 /*
  * testplan.h — plan directories on disk for the tests that read and edit
- * them (test_diff, test_replan): remove a tree, load plan.json, write it
+ * them (test_calibrate, test_diff, test_replan): load plan.json, write it
  * back whole or cut short. Include after cmocka.h.
  */
 #ifndef THERMAP_TESTPLAN_H
@@ -15,35 +15,10 @@
 
 #include <jansson.h>
 
-/* Removes a directory tree a test made (or a file). */
-static inline void tp_rm_tree(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	if (!d) {
-		unlink(dir);
-		return;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-		char *path;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		path = malloc(strlen(dir) + strlen(e->d_name) + 2);
-		assert_non_null(path);
-		sprintf(path, "%s/%s", dir, e->d_name);
-		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			tp_rm_tree(path);
-		else
-			unlink(path);
-		free(path);
-	}
-	closedir(d);
-	rmdir(dir);
-}
+#include "testutil.h"
 
 /* dir/plan.json, parsed; the test fails when it does not parse. */
-static inline json_t *tp_load_plan(const char *dir)
+static inline json_t *tt_plan_load(const char *dir)
 {
 	char path[512];
 	json_error_t je;
@@ -56,7 +31,8 @@ static inline json_t *tp_load_plan(const char *dir)
 }
 
 /* dir/plan.json holding len bytes of text (dir made if needed). */
-static inline void tp_save_text(const char *dir, const char *text, size_t len)
+static inline void tt_plan_save_text(const char *dir, const char *text,
+                                     size_t len)
 {
 	char path[512];
 	FILE *f;
@@ -69,11 +45,11 @@ static inline void tp_save_text(const char *dir, const char *text, size_t len)
 }
 
 /* root as dir/plan.json (the reference stays the caller's). */
-static inline void tp_save_json(const char *dir, json_t *root)
+static inline void tt_plan_save_json(const char *dir, json_t *root)
 {
 	char *s = json_dumps(root, JSON_INDENT(2));
 	assert_non_null(s);
-	tp_save_text(dir, s, strlen(s));
+	tt_plan_save_text(dir, s, strlen(s));
 	free(s);
 }
 
