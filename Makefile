@@ -117,28 +117,30 @@ fuzz: fuzz-deps
 libthermap.a: $(B)/libthermap.a
 	cp $< $@
 
-# every test: unit tests, the brute-force oracle, CLI cases; then the same
-# under the sanitizers in a separate build directory
-# every test runs: missing packages are installed (as root) or named, and
-# a check that cannot run fails unless THERMAP_SKIP names it; the last
-# line counts what was skipped that way
+# The shell harnesses (each sources tests/lib.sh), listed once: check runs
+# them against $(B)/thermap, check-san against the sanitizer build.
+HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
+            tests/cli/writes.sh tests/profile/fixtures.sh \
+            tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
+            tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
+            tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh
+
+# $(call harnesses,BIN): every harness against BIN, stopping at the first
+# that fails; a check skipped by THERMAP_SKIP is logged for check's count
+harnesses = @set -e; for h in $(HARNESSES); do \
+	THERMAP=$(1) GEN=$(B)/gen_cluster \
+	THERMAP_SKIPLOG=$(CURDIR)/$(B)/skipped.log sh $$h; done
+
+# every test: the layer rule of src/, the unit tests, the harnesses; then
+# the same under the sanitizers in a separate build directory. Every test
+# runs: missing packages are installed (as root) or named, and a check
+# that cannot run fails unless THERMAP_SKIP names it; the last line
+# counts what was skipped that way
 check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 	@: >$(B)/skipped.log
+	@sh tests/layers.sh
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
-	@THERMAP=$(B)/thermap sh tests/cli/run.sh
-	@THERMAP=$(B)/thermap sh tests/cli/options.sh
-	@THERMAP=$(B)/thermap sh tests/cli/inert.sh
-	@THERMAP=$(B)/thermap sh tests/cli/writes.sh
-	@THERMAP=$(B)/thermap sh tests/profile/fixtures.sh
-	@THERMAP=$(B)/thermap sh tests/topo/fixtures.sh
-	@THERMAP=$(B)/thermap sh tests/real/replay.sh
-	@THERMAP=$(B)/thermap sh tests/real/duty.sh
-	@THERMAP=$(B)/thermap THERMAP_SKIPLOG=$(CURDIR)/$(B)/skipped.log sh tests/lp/run.sh
-	@THERMAP=$(B)/thermap sh tests/compare/run.sh
-	@THERMAP=$(B)/thermap sh tests/replan/run.sh
-	@THERMAP=$(B)/thermap sh tests/calibrate/run.sh
-	@THERMAP=$(B)/thermap GEN=$(B)/gen_cluster sh tests/scale/run.sh
-	@THERMAP=$(B)/thermap sh tests/fuzz/cli.sh
+	$(call harnesses,$(B)/thermap)
 	$(MAKE) --no-print-directory check-san
 	@n=$$(sort -u $(B)/skipped.log | wc -l); \
 	if [ "$$n" = 0 ]; then echo "make check: every test ran, none skipped"; \
@@ -147,26 +149,13 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 check-deps:
 	@sh scripts/ensure-deps.sh $(DEPS_DEB) $(TEST_DEB)
 
-check-san:
+check-san: $(B)/gen_cluster
 	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
 	        LDEXTRA="$(SAN)" build-san/thermap \
 	        $(TESTS:%=build-san/%)
 	@set -e; for t in $(TESTS); do echo "== build-san/$$t"; \
 	    ASAN_OPTIONS=detect_leaks=1 ./build-san/$$t; done
-	@THERMAP=build-san/thermap sh tests/cli/run.sh
-	@THERMAP=build-san/thermap sh tests/cli/options.sh
-	@THERMAP=build-san/thermap sh tests/cli/inert.sh
-	@THERMAP=build-san/thermap sh tests/cli/writes.sh
-	@THERMAP=build-san/thermap sh tests/profile/fixtures.sh
-	@THERMAP=build-san/thermap sh tests/topo/fixtures.sh
-	@THERMAP=build-san/thermap sh tests/real/replay.sh
-	@THERMAP=build-san/thermap sh tests/real/duty.sh
-	@THERMAP=build-san/thermap THERMAP_SKIPLOG=$(CURDIR)/build/skipped.log sh tests/lp/run.sh
-	@THERMAP=build-san/thermap sh tests/compare/run.sh
-	@THERMAP=build-san/thermap sh tests/replan/run.sh
-	@THERMAP=build-san/thermap sh tests/calibrate/run.sh
-	@THERMAP=build-san/thermap GEN=build/gen_cluster sh tests/scale/run.sh
-	@THERMAP=build-san/thermap sh tests/fuzz/cli.sh
+	$(call harnesses,build-san/thermap)
 	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
 	        LDEXTRA="$(SAN)" fuzz-replay
 	$(MAKE) --no-print-directory check-tsan
