@@ -266,7 +266,7 @@ static void write_plan(void)
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &err), 0);
 	tt_rm_tree(path("plan"));
 	assert_int_equal(tm_plan_write(run.pb, &run.sol, path("plan"), &err), 0);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tm_policy_free(pol);
 	tm_job_free(j);
 	tm_profile_free(p);
@@ -376,7 +376,7 @@ static void test_wait_equal(void **state)
 		assert_true(fabs(G->power_after - G->power_w) < 2.5);
 	}
 	assert_true(res.mae_temp_after < res.mae_temp_before);
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 }
 
 static void test_wait_unequal(void **state)
@@ -401,7 +401,7 @@ static void test_wait_unequal(void **state)
 		/* its own estimate is unbiased: the data are the model's */
 		assert_true(fabs(res.gpu[g].wait_own - t.wait[g]) < 1);
 	}
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 }
 
 /* A stage busy all but 0.06 % of the time: no own estimate; the pooled
@@ -437,7 +437,7 @@ static void test_busy_one(void **state)
 		assert_true(fabs(G->wait_sd - fmax(1, sqrt(1 / den))) < 0.01);
 	}
 	assert_non_null(strstr(res.table, "(others')"));
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 }
 
 /* ---- speed ------------------------------------------------------------------ */
@@ -474,7 +474,7 @@ static void test_derate_times(void **state)
 		                                "derate"));
 	}
 	json_decref(root);
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 }
 
 static void test_derate_clocks(void **state)
@@ -496,7 +496,7 @@ static void test_derate_clocks(void **state)
 		                 cap ? TM_BASIS_POWER_CAP : TM_BASIS_JOB);
 		assert_true(res.gpu[0].derate == 1);
 		assert_true(fabs(res.gpu[2].clock_mhz - CLOCK / 1.10) < 0.06);
-		tm_cal_result_free(&res);
+		tm_cal_result_clear(&res);
 	}
 }
 
@@ -526,7 +526,7 @@ static void test_derate_alone(void **state)
 		}
 		json_decref(root);
 	}
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 }
 
 /* ---- the thermal fit, the profile written ------------------------------------ */
@@ -595,7 +595,7 @@ static void test_fit_spread(void **state)
 	calibrate_ok(&t, &again);
 	assert_string_equal(res.profile, again.profile);
 	assert_string_equal(res.table, again.table);
-	tm_cal_result_free(&again);
+	tm_cal_result_clear(&again);
 	before = get_file(path("profile.json"));
 	put_file(path("profile.json"), res.profile);
 	calibrate_ok(&t, &again);
@@ -610,8 +610,8 @@ static void test_fit_spread(void **state)
 		            0.006);
 	put_file(path("profile.json"), before);
 	free(before);
-	tm_cal_result_free(&again);
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&again);
+	tm_cal_result_clear(&res);
 }
 
 /* ---- refusals ------------------------------------------------------------------- */
@@ -626,7 +626,7 @@ static void refuse(const char *tele, const char *host, const char *want)
 		         err.msg);
 	assert_null(strchr(err.msg, '\n'));
 	assert_null(res.profile);
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 }
 
 static void edit_plan(void (*ed)(json_t *root))
@@ -714,7 +714,7 @@ static void test_refusals(void **state)
 		o.window = (tm_tele_opts){ 1e10, NAN, false, false };
 		assert_int_equal(tm_calibrate(&o, &res, &err), TM_EINPUT);
 		assert_non_null(strstr(err.msg, "no samples of host h0 GPU 0"));
-		tm_cal_result_free(&res);
+		tm_cal_result_clear(&res);
 	}
 
 	base_truth(&t);
@@ -743,7 +743,7 @@ static void test_refusals(void **state)
 		assert_int_equal(calibrate_files(path("tele.csv"), "h0", &res, &err),
 		                 TM_EINPUT);
 		assert_non_null(strstr(err.msg, "plan.json"));
-		tm_cal_result_free(&res);
+		tm_cal_result_clear(&res);
 		free(cut);
 	}
 	put_file(path("plan/plan.json"), good);

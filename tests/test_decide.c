@@ -209,7 +209,7 @@ static void test_reported_2xh200(void **state)
 	assert_true(run.sol.ev.peak_temp_c <= run.sol.baseline.peak_temp_c);
 	assert_true(fabs(run.sol.ev.iteration_ms - run.sol.baseline.iteration_ms)
 	            < 1e-9);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	/* the second machine: the hotter GPU clocked 1.4 % faster under the
 	 * cap; torchrun put the heavy stage on it. The clock difference is
 	 * no speed: the heavy stage goes to the cooler GPU */
@@ -227,7 +227,7 @@ static void test_reported_2xh200(void **state)
 	assert_int_equal(run.sol.pl->gpu[1], 0);
 	assert_true(run.sol.ev.peak_temp_c < run.sol.baseline.peak_temp_c - 1);
 	assert_non_null(strstr(run.sol.rule.reason, "cooler"));
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -261,13 +261,13 @@ static void test_noise_kept(void **state)
 	assert_true(run.sol.rule.best.moves > 0);
 	assert_non_null(strstr(run.sol.rule.reason, "gains nothing beyond the "
 	                       "model's uncertainty"));
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	/* the same policy without the rule moves for the noise */
 	pol->evidence = false;
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
 	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_NONE);
 	assert_false(is_identity(&run));
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -301,7 +301,7 @@ static void test_trade(void **state)
 	assert_true(run.sol.rule.gain.time_pct > 10);
 	assert_true(run.sol.rule.gain.peak_c < -run.sol.rule.gain.peak_sd);
 	assert_non_null(strstr(run.sol.rule.reason, "trading"));
-	tm_run_free(&run);
+	tm_run_clear(&run);
 
 	pol->exchange_c_per_pct = NAN;
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
@@ -311,7 +311,7 @@ static void test_trade(void **state)
 		assert_true(run.sol.rule.gain.time_pct > run.sol.rule.gain.time_sd);
 	else
 		assert_true(is_identity(&run));
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -344,7 +344,7 @@ static void test_reference_breaks(void **state)
 	assert_non_null(strstr(run.sol.rule.reason, "breaks the policy (tensor-"
 	                       "parallel group"));
 	assert_non_null(strstr(run.sol.rule.reason, "against it this plan is "));
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -377,7 +377,7 @@ static void test_hottest_gets_lightest(void **state)
 	assert_int_equal(run.sol.pl->gpu[1], 0);   /* lightest on the hottest */
 	assert_int_equal(run.sol.pl->gpu[3], 3);   /* heaviest on the coolest */
 	assert_int_equal(run.sol.pl->gpu[0], 1);   /* and the next by work */
-	tm_run_free(&run);
+	tm_run_clear(&run);
 
 	/* torchrun already gives GPU 0 the lightest stage: the peak cannot
 	 * change, wear still moves the heavy stages to cooler GPUs */
@@ -397,7 +397,7 @@ static void test_hottest_gets_lightest(void **state)
 	assert_true(run.sol.rule.gain.hot_rank > 1);
 	assert_true(run.sol.rule.gain.hot_c > run.sol.rule.gain.hot_sd);
 	assert_int_equal(run.sol.pl->gpu[3], 1);   /* heaviest on the coolest */
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -431,7 +431,7 @@ static void test_nanogpt_hottest(void **state)
 	assert_int_equal(run.sol.rule.best.moves > 0, 1);
 	assert_true(run.sol.rule.best_gain.peak_c > 0);
 	assert_true(run.sol.rule.best_gain.peak_c < run.sol.rule.best_gain.peak_sd);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 
 	t = j->stages[1];
 	j->stages[1] = j->stages[7];
@@ -443,7 +443,7 @@ static void test_nanogpt_hottest(void **state)
 	assert_true(run.sol.rule.gain.peak_c > run.sol.rule.gain.peak_sd);
 	assert_true(fabs(run.sol.ev.iteration_ms - run.sol.baseline.iteration_ms)
 	            < 1e-9);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -486,7 +486,7 @@ static void invariant_on(const char *what, tm_cluster *c, tm_profile *p,
 		assert_false(g->time_pct < -g->time_sd);
 		invariant_runs++;
 		invariant_moves += run.sol.rule.verdict == TM_VERDICT_MOVE;
-		tm_run_free(&run);
+		tm_run_clear(&run);
 		tm_job_free(j);
 	}
 	tm_policy_free(pol);
@@ -579,7 +579,7 @@ static void test_invariant_random(void **state)
 			fail_msg("case %d: kept, but not torchrun's placement", it);
 		moved += run.sol.rule.verdict == TM_VERDICT_MOVE;
 		traded += tm_gain_lost(g);
-		tm_run_free(&run);
+		tm_run_clear(&run);
 		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("random: 150 plans, %d moved, %d of them trades\n", moved,

@@ -65,7 +65,7 @@ static int make_plan(const char *policy, const char *dir)
 		rc = tm_run_policy(c, p, j, pol, false, &run, &err);
 	if (!rc) {
 		rc = tm_plan_write(run.pb, &run.sol, dir, &err);
-		tm_run_free(&run);
+		tm_run_clear(&run);
 	}
 	if (rc)
 		fprintf(stderr, "make_plan %s: %s\n", policy, err.msg);

@@ -54,7 +54,7 @@ static void assert_round_trip(const tm_layout *l)
 	assert_string_equal(s, s2);
 	free(s2);
 	free(s);
-	tm_layout_free(&back);
+	tm_layout_clear(&back);
 }
 
 /* ---- the fixture's section A table -------------------------------------- */
@@ -191,7 +191,7 @@ static void test_fixture_rows(void **state)
 				    err, sizeof err) != 0)
 			fail_msg("row %d: %s", r->id, err);
 		assert_round_trip(&l);
-		tm_layout_free(&l);
+		tm_layout_clear(&l);
 	}
 	free(text);
 }
@@ -226,8 +226,8 @@ static void test_fixture_section_c(void **state)
 			assert_int_equal(tm_layout_parse(rows[i].layout, &a, err, sizeof err), 0);
 			assert_same_layout(&a, &c);
 			assert_int_equal(c.nstages, pp * vpp);
-			tm_layout_free(&a);
-			tm_layout_free(&c);
+			tm_layout_clear(&a);
+			tm_layout_clear(&c);
 			seen++;
 		}
 		p = eol + 1;
@@ -270,7 +270,7 @@ static void test_example_1(void **state)
 		}
 	}
 	assert_int_equal(tm_layout_check(&l, 16, 2, 61, 1, err, sizeof err), 0);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 }
 
 typedef struct hand {
@@ -326,7 +326,7 @@ static void test_hand_cases(void **state)
 					 w->emb, w->dec, w->mtp, w->loss);
 		}
 		assert_round_trip(&l);
-		tm_layout_free(&l);
+		tm_layout_clear(&l);
 	}
 }
 
@@ -414,9 +414,9 @@ static void test_error_buffer(void **state)
 	/* success empties err */
 	assert_int_equal(tm_layout_parse("EtL", &l, small, sizeof small), 0);
 	assert_string_equal(small, "");
-	tm_layout_free(&l);
-	tm_layout_free(&l);
-	tm_layout_free(NULL);
+	tm_layout_clear(&l);
+	tm_layout_clear(&l);
+	tm_layout_clear(NULL);
 }
 
 /* Inputs meant to cost time or memory: each ends in well under a second
@@ -445,7 +445,7 @@ static void test_hostile(void **state)
 	assert_int_equal(tm_layout_parse(s, &l, err, sizeof err), 0);
 	assert_int_equal(l.nstages, 400001);
 	assert_round_trip(&l);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 
 	/* 1.2 million spelled out: stops at the 1,000,001st */
 	for (n = 0; n < BIG; n += 2)
@@ -458,10 +458,10 @@ static void test_hostile(void **state)
 	assert_int_equal(tm_layout_parse("t*1000000", &l, err, sizeof err), 0);
 	assert_int_equal(l.st[0].dec, 1000000);
 	assert_round_trip(&l);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 	assert_int_equal(tm_layout_parse("(t|)*500000", &l, err, sizeof err), 0);
 	assert_int_equal(l.nstages, 500001);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 
 	/* a group of 2,000 items repeated: refused before any copy past the
 	 * cap, accepted below it */
@@ -477,7 +477,7 @@ static void test_hostile(void **state)
 	memcpy(s + n, ")*499", 6);
 	assert_int_equal(tm_layout_parse(s, &l, err, sizeof err), 0);
 	assert_int_equal(l.nstages, 499001);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 
 	/* a million commas around one layer, and between a layer and its '*' */
 	memset(s, ',', BIG);
@@ -486,7 +486,7 @@ static void test_hostile(void **state)
 	assert_int_equal(tm_layout_parse(s, &l, err, sizeof err), 0);
 	assert_int_equal(l.nstages, 1);
 	assert_int_equal(l.st[0].dec, 2);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 
 	/* a count of a million digits */
 	s[0] = 't';
@@ -505,7 +505,7 @@ static void test_hostile(void **state)
 	s[n] = '\0';
 	assert_int_equal(tm_layout_parse(s, &l, err, sizeof err), 0);
 	assert_int_equal(l.nstages, (int)(n / 6) + 1);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 
 	free(s);
 }
@@ -523,7 +523,7 @@ static void check_format(const char *in, const char *want)
 	if (strcmp(got, want) != 0)
 		fail_msg("format(\"%s\") = \"%s\", want \"%s\"", in, got, want);
 	free(got);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 }
 
 static void test_format(void **state)
@@ -772,7 +772,7 @@ static void test_random_oracle(void **state)
 				assert_int_equal(l.st[i].loss, want[i].loss);
 			}
 			assert_round_trip(&l);
-			tm_layout_free(&l);
+			tm_layout_clear(&l);
 			accepted++;
 		}
 		free(x);
@@ -803,7 +803,7 @@ static void test_random_garbage(void **state)
 			assert_string_equal(err, "");
 			assert_true(l.nstages >= 1);
 			assert_round_trip(&l);
-			tm_layout_free(&l);
+			tm_layout_clear(&l);
 		} else {
 			assert_int_equal(strncmp(err, "column ", 7), 0);
 			assert_null(l.st);
@@ -828,7 +828,7 @@ static void check_from_layers(int pp, int vpp, const int *layers, bool mtp, cons
 	assert_int_equal(tm_layout_check(&l, pp, vpp, (int)dec, mtp ? 1 : 0, err, sizeof err), 0);
 	assert_round_trip(&l);
 	free(s);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 }
 
 static void test_from_layers(void **state)
@@ -880,7 +880,7 @@ static void check_refused(const char *in, int pp, int vpp, int dec, int mtp, con
 	assert_int_equal(tm_layout_check(&l, pp, vpp, dec, mtp, err, sizeof err), -1);
 	if (strcmp(err, msg) != 0)
 		fail_msg("check(\"%s\"): got \"%s\", want \"%s\"", in, err, msg);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 }
 
 static void test_check(void **state)
@@ -913,7 +913,7 @@ static void test_check(void **state)
 	char err[160];
 	assert_int_equal(tm_layout_parse("Et*3|(tt|)*29,m|L", &l, err, sizeof err), 0);
 	assert_int_equal(tm_layout_check(&l, 16, 2, 61, 1, err, sizeof err), 0);
-	tm_layout_free(&l);
+	tm_layout_clear(&l);
 	assert_int_equal(tm_layout_check(NULL, 1, 1, 0, 0, err, sizeof err), -1);
 	assert_string_equal(err, "the layout has no stages");
 }
@@ -1077,7 +1077,7 @@ static void test_flags_hand(void **state)
 		for (int i = 0; i < lay.nstages; i++)
 			w[i] = lay.st[i].dec;
 		check_flags(rows[r].pp, rows[r].vpp, w, rows[r].rc, rows[r].first, rows[r].last);
-		tm_layout_free(&lay);
+		tm_layout_clear(&lay);
 	}
 }
 

@@ -158,8 +158,8 @@ static void test_brute_force(void **state)
 		}
 		joint += fabs(run.sol.ev.iteration_ms - B.best) <= 1e-9 * B.best;
 		free(flat);
-		tm_run_free(&run);
-		tm_run_free(&plain);
+		tm_run_clear(&run);
+		tm_run_clear(&plain);
 		tm_policy_free(place);
 		tt_free(NULL, pol, j, p, c);
 	}
@@ -186,14 +186,14 @@ static void test_alternating(void **state)
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &err), 0);
 	assert_memory_equal(run.layers, want, sizeof want);
 	assert_int_equal(run.sol.ev.moves, 0);  /* torchrun's placement */
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	/* an odd chunk at min_layers keeps its layers, and so does its pair */
 	j->stages[1].layers = 1;
 	j->stages[0].layers = 9;
 	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &err), 0);
 	assert_int_equal(run.layers[0], 9);
 	assert_int_equal(run.layers[1], 1);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -225,7 +225,7 @@ static void test_memory(void **state)
 	assert_non_null(run.layers);
 	assert_int_equal(run.layers[0] + run.layers[1], 24);
 	assert_true(run.layers[0] > 12 || run.layers[1] > 12);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	/* 25 GiB: no chunk may grow past 12 layers, so none moves */
 	for (int g = 0; g < 2; g++)
 		c->nodes[0].gpus[g].memory_gib = 25;
@@ -233,7 +233,7 @@ static void test_memory(void **state)
 	/* the layers as the job gives them: no copy, no layers of its own */
 	assert_null(run.layers);
 	assert_null(run.job);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 

@@ -613,12 +613,12 @@ static void test_noise_fixture(void **state)
 		assert_same_placement(res.pl, run.sol.pl);
 		assert_false(exists(out));
 		differ += best_moves(&res) > 0;
-		tm_replan_result_free(&res);
+		tm_replan_result_clear(&res);
 		tm_profile_free(q);
 	}
 	print_message("replan, noise on h200x4-a: %d of %d seeds with another "
 	              "best placement, all kept\n", differ, NOISE_FIXTURE_SEEDS);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -691,10 +691,10 @@ static void test_noise_random(void **state)
 			assert_same_placement(res.pl, run.sol.pl);
 			differ += best_moves(&res) > 0;
 			total++;
-			tm_replan_result_free(&res);
+			tm_replan_result_clear(&res);
 			tm_profile_free(q);
 		}
-		tm_run_free(&run);
+		tm_run_clear(&run);
 		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("replan, noise on random clusters: %d of %d replans with "
@@ -787,7 +787,7 @@ static void test_remove_gpu(void **state)
 			check_written(c2, j, p, sub(name2), sub(name), &was, &res);
 			tt_rm_tree(sub(name2));
 		}
-		tm_replan_result_free(&res);
+		tm_replan_result_clear(&res);
 
 		/* the default minimum gain: only a move goes beyond the least */
 		rc = replan(c2, p, j, pol, sub(name), &mg, NULL, &res, &err);
@@ -808,9 +808,9 @@ static void test_remove_gpu(void **state)
 			moved += res.decision == TM_MOVE;
 			beyond += res.moved > m;
 		}
-		tm_replan_result_free(&res);
+		tm_replan_result_clear(&res);
 		tm_cluster_free(c2);
-		tm_run_free(&run);
+		tm_run_clear(&run);
 		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("replan, GPU gone: %d cases with a placement, %d without, "
@@ -889,9 +889,9 @@ static void test_remove_host(void **state)
 	assert_false(json_is_true(json_object_get(json_object_get(root,
 	             "replan"), "previous_valid")));
 	json_decref(root);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	tm_cluster_free(c2);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -948,7 +948,7 @@ static void test_move_cost(void **state)
 	}
 	check_written(c, j, q, out, prev, &was, &res);
 	tt_rm_tree(out);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 
 	/* time alone ("1%"): moves are free, worth it, written, and the
 	 * decision alone (out_dir NULL) names the same plan */
@@ -973,7 +973,7 @@ static void test_move_cost(void **state)
 	assert_int_equal(res2.decision, TM_MOVE);
 	assert_string_equal(res2.plan_id, res.plan_id);
 	assert_same_placement(res2.pl, res.pl);
-	tm_replan_result_free(&res2);
+	tm_replan_result_clear(&res2);
 
 	/* a price per move: net gain = gain − 100·price·moved / kept time */
 	pol->move_cost_ms = 1;
@@ -995,7 +995,7 @@ static void test_move_cost(void **state)
 		            "move_cost_ms")) - 1) < 1e-9);
 		json_decref(o);
 	}
-	tm_replan_result_free(&res2);
+	tm_replan_result_clear(&res2);
 	tt_rm_tree(out);
 
 	/* a prohibitive price: keep, write nothing */
@@ -1006,7 +1006,7 @@ static void test_move_cost(void **state)
 	assert_int_equal(res2.moved, 0);
 	assert_same_placement(res2.pl, run.sol.pl);
 	assert_false(exists(out));
-	tm_replan_result_free(&res2);
+	tm_replan_result_clear(&res2);
 
 	/* max_moves 1: the four ranks fill the host's four GPUs, so any other
 	 * placement is a permutation moving at least two ranks; the only
@@ -1018,16 +1018,16 @@ static void test_move_cost(void **state)
 		fail_msg("max_moves 1: rc %d (%s)", rc, err.msg);
 	assert_int_equal(res2.decision, TM_KEEP);
 	assert_int_equal(res2.moved, 0);
-	tm_replan_result_free(&res2);
+	tm_replan_result_clear(&res2);
 	pol->max_moves = 2;
 	assert_int_equal(replan(c, q, j, pol, prev, &mg, NULL, &res2, &err), 0);
 	assert_int_equal(res2.decision, TM_MOVE);
 	assert_true(res2.moved <= 2);
-	tm_replan_result_free(&res2);
+	tm_replan_result_clear(&res2);
 
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	tm_profile_free(q);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -1082,7 +1082,7 @@ static void test_max_moves(void **state)
 			if (most == 1)
 				check_written(c, j, q, out, prev, &was, &res);
 		}
-		tm_replan_result_free(&res);
+		tm_replan_result_clear(&res);
 	}
 
 	/* a GPU gone: its rank must move (one move, to a spare GPU);
@@ -1095,7 +1095,7 @@ static void test_max_moves(void **state)
 	if (rc != TM_EINFEASIBLE)
 		fail_msg("max_moves 0, a GPU gone: rc %d (%s)", rc,
 		         rc == 0 || rc == 3 ? res.json : err.msg);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	pol->max_moves = 1;
 	rc = replan(c2, p, j, pol, prev, &mg, NULL, &res, &err);
 	if (rc)
@@ -1108,11 +1108,11 @@ static void test_max_moves(void **state)
 			assert_string_equal(now.host[r], was.host[r]);
 			assert_int_equal(now.index[r], was.index[r]);
 		}
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 
 	tm_cluster_free(c2);
 	tm_profile_free(q);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -1161,7 +1161,7 @@ static void test_time_limit(void **state)
 	where_of(c2, res.pl, &now);
 	assert_int_equal(moves_between(&was, &now), res.moved);
 	assert_true(res.moved >= m);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	/* (b) */
 	assert_int_equal(tm_min_gain_parse(TM_MIN_GAIN_DEFAULT, &mg), 0);
 	pol->move_cost_ms = 1;
@@ -1169,9 +1169,9 @@ static void test_time_limit(void **state)
 	if (rc != TM_ENOCHANGE)
 		fail_msg("nothing changed, move_cost_ms 1, time limit: rc %d (%s)",
 		         rc, rc ? err.msg : res.json);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	tm_cluster_free(c2);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -1189,7 +1189,7 @@ static int replan_fails(const tm_cluster *c, const tm_profile *p,
 	rc = tm_replan(c, p, j, pol, prev, false, &mg, NULL, &res, err);
 	if (rc == 0 || rc == TM_ENOCHANGE) {
 		check_line(&res, rc);
-		tm_replan_result_free(&res);
+		tm_replan_result_clear(&res);
 	} else {
 		assert_true(err->msg[0] != '\0');
 		assert_int_equal(err->code, rc);
@@ -1400,7 +1400,7 @@ static void test_refusals(void **state)
 	              "refused\n", cuts, fuzz_ok, fuzz_err);
 	assert_true(fuzz_err > 50);
 	free(text);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 
@@ -1453,7 +1453,7 @@ static void test_decision_line(void **state)
 	assert_true(json_is_object(json_object_get(o, "short_by")));
 	assert_true(json_is_true(json_object_get(o, "previous_valid")));
 	json_decref(o);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 
 	/* move: exit 0, the plan it names (time alone is enough) */
 	q = profile_copy(p);
@@ -1468,9 +1468,9 @@ static void test_decision_line(void **state)
 	assert_true(json_number_value(json_object_get(json_object_get(o,
 	            "gain"), "net_time_pct")) > 1);
 	json_decref(o);
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	tm_profile_free(q);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
 }
 

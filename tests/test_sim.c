@@ -99,7 +99,7 @@ static void test_textbook(void **state)
 				/* busy share: pp·m·6 of pp·T (kind 1: 12) */
 				assert_true(fabs(s.bubble - (1 - f.j->microbatches *
 				            (kind == 1 ? 12.0 : 6.0) / want)) < 1e-9);
-				tm_sim_free(&s);
+				tm_sim_clear(&s);
 				unbuild(&f);
 			}
 }
@@ -145,7 +145,7 @@ static void test_model_agrees(void **state)
 		low = fmin(low, (model - s.iteration_ms) / s.iteration_ms);
 		assert_true(fabs(model - s.iteration_ms) <=
 		            MODEL_TOL * s.iteration_ms);
-		tm_sim_free(&s);
+		tm_sim_clear(&s);
 		unbuild(&f);
 	}
 	print_message("model vs simulator, 300 random 1F1B pipelines: largest "
@@ -171,11 +171,11 @@ static void test_schedules_finish(void **state)
 		assert_int_equal(tm_simulate(f.pb, f.flat, true, &s), 0);
 		assert_true(s.iteration_ms > 0 && s.bubble >= -1e-12 &&
 		            s.bubble < 1);
-		tm_sim_free(&s);
+		tm_sim_clear(&s);
 		if (v > 1) {
 			f.j->microbatches = pp + 1;
 			assert_int_equal(tm_simulate(f.pb, f.flat, true, &s), -2);
-			tm_sim_free(&s);
+			tm_sim_clear(&s);
 		}
 		unbuild(&f);
 	}
@@ -221,13 +221,13 @@ static void test_feedback(void **state)
 		assert_true(fabs(e - hot.energy_j) < 1e-9);
 	}
 	/* no headroom known: no feedback */
-	tm_sim_free(&hot);
+	tm_sim_clear(&hot);
 	f.pb->headroom[1] = NAN;
 	assert_int_equal(tm_simulate(f.pb, f.flat, true, &hot), 0);
 	assert_true(hot.clock[1] == 1);
 	assert_true(fabs(hot.iteration_ms - cold.iteration_ms) < 1e-12);
-	tm_sim_free(&cold);
-	tm_sim_free(&hot);
+	tm_sim_clear(&cold);
+	tm_sim_clear(&hot);
 	unbuild(&f);
 }
 

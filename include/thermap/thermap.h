@@ -19,8 +19,11 @@
  * to print.
  *
  * Ownership: a function named *_load or *_new returns a new object that the
- * caller frees with the matching *_free; *_free(NULL) does nothing. Pointers
- * passed in are borrowed unless a comment says otherwise.
+ * caller frees with the matching *_free; *_free(NULL) does nothing. A
+ * struct the caller owns (on its stack, say) that a function filled is
+ * emptied with the matching *_clear, which frees what it holds and leaves
+ * it zeroed, not the struct itself. Pointers passed in are borrowed unless
+ * a comment says otherwise.
  */
 #ifndef THERMAP_THERMAP_H
 #define THERMAP_THERMAP_H
@@ -446,7 +449,7 @@ typedef struct tm_run {
 int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
                   const tm_policy *pol, bool allow_unprofiled, tm_run *run,
                   tm_error *err);
-void tm_run_free(tm_run *run);
+void tm_run_clear(tm_run *run);
 
 /* `thermap replan` (docs/replan.md): at a checkpoint, the previous plan
  * in prev_dir against the policy's best placement under a new profile.
@@ -473,7 +476,7 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j,
               const tm_policy *pol, const char *prev_dir,
               bool allow_unprofiled, const tm_min_gain *min_gain,
               const char *out_dir, tm_replan_result *res, tm_error *err);
-void tm_replan_result_free(tm_replan_result *r);
+void tm_replan_result_clear(tm_replan_result *r);
 
 /* ---- output formats of the commands' reports ---------------------------- */
 

@@ -104,7 +104,7 @@ static int run(int argc, char **argv)
 		        a.out, res.ncalibrated, res.ngpu);
 	}
 out:
-	tm_cal_result_free(&res);
+	tm_cal_result_clear(&res);
 	free(a.tele.in);
 	return rc;
 }

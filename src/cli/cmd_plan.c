@@ -94,7 +94,7 @@ static int run(int argc, char **argv)
 		free(s);
 	}
 out:
-	tm_run_free(&res);
+	tm_run_clear(&res);
 	cli_inputs_clear(&in);
 	return rc;
 }

@@ -102,7 +102,7 @@ fail:
 	else
 		rc = cli_report(&err);
 out:
-	tm_replan_result_free(&res);
+	tm_replan_result_clear(&res);
 	cli_inputs_clear(&in);
 	return rc;
 }

@@ -109,12 +109,12 @@ typedef struct tm_plan_doc {
 } tm_plan_doc;
 
 /* Reads DIR/plan.json (TM_EINPUT with one line naming the file and the
- * JSON path when it is not a plan); free with tm_plan_doc_free. */
+ * JSON path when it is not a plan); free with tm_plan_doc_clear. */
 int tm_plan_doc_load(const char *dir, tm_plan_doc *P, tm_error *err);
 /* The same from len bytes of plan.json text; name stands for the file. */
 int tm_plan_doc_loadb(const char *name, const char *text, size_t len,
                       tm_plan_doc *P, tm_error *err);
-void tm_plan_doc_free(tm_plan_doc *P);
+void tm_plan_doc_clear(tm_plan_doc *P);
 /* The layers per chunk a plan chose ("layers": {"chunks": [...]}, written
  * by a policy that changes layers): *chunks (to be freed) and *n, or NULL
  * and 0 when the plan has none; TM_EINPUT naming the field when it is not
@@ -236,10 +236,10 @@ typedef struct tm_job_measured {
 /* Reads the "measured" section of the job file j was loaded from (the
  * file must still have j's bytes: its hash is checked). m->nranks is 0
  * and iteration_ms NAN when the job has none. Free with
- * tm_job_measured_free. tm_job_load validates the same section with the
+ * tm_job_measured_clear. tm_job_load validates the same section with the
  * same code, so every command rejects a malformed one. */
 int tm_job_measured_load(const tm_job *j, tm_job_measured *m, tm_error *err);
-void tm_job_measured_free(tm_job_measured *m);
+void tm_job_measured_clear(tm_job_measured *m);
 
 
 /* ---- layout.c: Megatron-Core `--pipeline-model-parallel-layout` strings
@@ -264,7 +264,7 @@ typedef struct tm_layout_stage {
 
 typedef struct tm_layout {
 	int nstages;          /* PP x VPP stages, in Megatron's order (above) */
-	tm_layout_stage *st;  /* nstages entries, owned; free with tm_layout_free() */
+	tm_layout_stage *st;  /* nstages entries, owned; free with tm_layout_clear() */
 } tm_layout;
 
 /* Parses s into *out (overwritten, not freed first). Returns 0, or -1 with
@@ -273,7 +273,7 @@ typedef struct tm_layout {
 int tm_layout_parse(const char *s, tm_layout *out, char *err, size_t errlen);
 
 /* Frees what l owns and empties it; l may be NULL or already empty. */
-void tm_layout_free(tm_layout *l);
+void tm_layout_clear(tm_layout *l);
 
 /* Returns a new canonical string for l (free with free()): runs of a layer
  * as x*N from N = 3, runs of identical stages as (s|)*N where that is

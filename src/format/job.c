@@ -156,7 +156,7 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 
 /* ---- "measured": what a run of the job measured ------------------------- */
 
-void tm_job_measured_free(tm_job_measured *m)
+void tm_job_measured_clear(tm_job_measured *m)
 {
 	free(m->ranks);
 	m->ranks = NULL;
@@ -246,7 +246,7 @@ int tm_job_measured_load(const tm_job *j, tm_job_measured *m, tm_error *err)
 		rc = tm_fail(err, TM_EINPUT, "%s: changed while it was being read",
 		             j->file);
 	else if ((rc = load_measured(&J, root, j, false, m)))
-		tm_job_measured_free(m);
+		tm_job_measured_clear(m);
 	json_decref(root);
 	return rc;
 }
@@ -386,7 +386,7 @@ static int job_load(const char *file, const char *text, size_t len,
 		 * section; only thermap calibrate reads it (tm_job_measured_load) */
 		tm_job_measured m;
 		rc = load_measured(&J, root, j, true, &m);
-		tm_job_measured_free(&m);
+		tm_job_measured_clear(&m);
 		if (rc)
 			goto fail;
 	}

@@ -364,11 +364,11 @@ int tm_layout_parse(const char *s, tm_layout *out, char *err, size_t errlen)
 	}
 	return 0;
 fail:
-	tm_layout_free(out);
+	tm_layout_clear(out);
 	return -1;
 }
 
-void tm_layout_free(tm_layout *l)
+void tm_layout_clear(tm_layout *l)
 {
 	if (!l)
 		return;

@@ -14,12 +14,13 @@
 #include "format/format.h"
 
 
-void tm_plan_doc_free(tm_plan_doc *P)
+void tm_plan_doc_clear(tm_plan_doc *P)
 {
 	free(P->file);
 	free(P->r);
 	free(P->why);
 	json_decref(P->root);
+	memset(P, 0, sizeof *P);
 }
 
 /* obj[key] as a string borrowed from the document: NULL when absent (not

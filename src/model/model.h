@@ -182,10 +182,10 @@ typedef struct tm_sim {
  * that would pass their slowdown temperature settle. −1 on a schedule
  * that cannot proceed (an internal error), −2 for an interleaved schedule
  * whose microbatches are not a multiple of pp, −3 when microbatches ×
- * chunks exceed 4·10⁶. out is to be freed with tm_sim_free in any case. */
+ * chunks exceed 4·10⁶. out is to be freed with tm_sim_clear in any case. */
 int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
                 tm_sim *out);
-void tm_sim_free(tm_sim *s);
+void tm_sim_clear(tm_sim *s);
 
 
 /* bound.c: lower bounds for any size (docs/model.md, "Bounds") */

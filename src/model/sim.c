@@ -272,7 +272,7 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 	return 0;
 }
 
-void tm_sim_free(tm_sim *s)
+void tm_sim_clear(tm_sim *s)
 {
 	free(s->clock);
 	free(s->busy);

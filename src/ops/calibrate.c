@@ -1222,7 +1222,7 @@ static double mae(const tm_cal_gpu *g, int n, size_t pred, size_t meas)
 	return k ? s / k : NAN;
 }
 
-void tm_cal_result_free(tm_cal_result *res)
+void tm_cal_result_clear(tm_cal_result *res)
 {
 	free(res->profile);
 	free(res->table);
@@ -1369,9 +1369,9 @@ out:
 	tm_cluster_free(C.c);
 	tm_job_free(C.jr);
 	tm_job_free(C.j);
-	tm_job_measured_free(&C.m);
+	tm_job_measured_clear(&C.m);
 	tm_policy_free(C.pol);
-	tm_plan_doc_free(&C.plan);
+	tm_plan_doc_clear(&C.plan);
 	if (C.sink)
 		tl_sink_free(C.sink);
 	tele_free(&C.T);

@@ -665,7 +665,7 @@ static int plan_layers(const char *pj, const tm_job *j,
 					             "_parallel_layout does not give chunk %d "
 					             "the %d layers of layers.chunks", pj, c,
 					             n[c]);
-			tm_layout_free(&l);
+			tm_layout_clear(&l);
 		}
 	}
 	if (!rc)

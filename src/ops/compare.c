@@ -144,7 +144,7 @@ static void run_row(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 
 static void row_clear(row *w)
 {
-	tm_sim_free(&w->sim);
+	tm_sim_clear(&w->sim);
 	free(w->reason);
 	free(w->layers);
 	free(w->flat);
@@ -489,9 +489,9 @@ int tm_compare(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 out:
 	for (int i = 0; i < npol; i++) {
 		row_clear(&T.rows[i]);
-		tm_run_free(&runs[i]);
+		tm_run_clear(&runs[i]);
 	}
-	tm_sim_free(&T.id);
+	tm_sim_clear(&T.id);
 	free(T.rows);
 	free(runs);
 	return rc;
@@ -576,10 +576,10 @@ static void replay_one(const tm_cluster *c, const tm_profile *a,
 		s->throttle = sim.throttle_total_ms;
 		s->energy = sim.energy_j;
 	}
-	tm_sim_free(&sim);
+	tm_sim_clear(&sim);
 	tm_problem_free(pb);
 	free(flat);
-	tm_run_free(&run);
+	tm_run_clear(&run);
 }
 
 /* Every step: the baseline on window k + 1, then each policy planned on
@@ -595,7 +595,7 @@ static void replay_steps(const tm_cluster *c, tm_profile *const *prof,
 		if (!prof[k] || !prof[k + 1] ||
 		    identity_sim(c, prof[k + 1], j, allow, &id, &e)) {
 			s[0].rc = TM_EINPUT;
-			tm_sim_free(&id);
+			tm_sim_clear(&id);
 			continue;
 		}
 		s[0].t = id.iteration_ms;
@@ -603,7 +603,7 @@ static void replay_steps(const tm_cluster *c, tm_profile *const *prof,
 		for (int i = 0; i < T->npol; i++)
 			replay_one(c, prof[k], prof[k + 1], j, T->pols[i], allow,
 			           id.iteration_ms, &s[i + 1]);
-		tm_sim_free(&id);
+		tm_sim_clear(&id);
 	}
 }
 

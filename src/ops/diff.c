@@ -140,8 +140,8 @@ static void diff_clear(diff *D)
 	for (int i = 0; i < D->n; i++)
 		free(D->m[i].why);
 	free(D->m);
-	tm_plan_doc_free(&D->O);
-	tm_plan_doc_free(&D->N);
+	tm_plan_doc_clear(&D->O);
+	tm_plan_doc_clear(&D->N);
 }
 
 /* Reads both plans into D and finds the ranks that move, with why. */

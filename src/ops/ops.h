@@ -170,7 +170,7 @@ typedef struct tm_cal_result {
  * the file and what was expected; TM_EINTERNAL for what is not the
  * input's fault. Writes nothing: the caller writes res->profile. */
 int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err);
-void tm_cal_result_free(tm_cal_result *res);
+void tm_cal_result_clear(tm_cal_result *res);
 
 
 #endif

@@ -962,7 +962,7 @@ char *tm_megatron_layers(const tm_job *j, int *first, int *last)
 		n[c] = j->stages[c].layers;
 	if (tm_layout_from_layers(j->size[TM_PP], j->vpp, n, false, &l) == 0) {
 		s = tm_layout_format(&l);
-		tm_layout_free(&l);
+		tm_layout_clear(&l);
 	}
 	if (!tm_layout_uneven_flags(j->size[TM_PP], j->vpp, n, first, last))
 		*first = *last = -2;

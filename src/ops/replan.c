@@ -41,7 +41,7 @@ typedef struct prev {
 
 static void prev_free(prev *P)
 {
-	tm_plan_doc_free(&P->d);
+	tm_plan_doc_clear(&P->d);
 	free(P->layers);
 	memset(P, 0, sizeof *P);
 }
@@ -950,7 +950,7 @@ out:
 	return rc;
 }
 
-void tm_replan_result_free(tm_replan_result *r)
+void tm_replan_result_clear(tm_replan_result *r)
 {
 	tm_placement_free(r->pl);
 	free(r->json);

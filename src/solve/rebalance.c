@@ -305,10 +305,10 @@ static void descend(const tm_cluster *c, const tm_profile *p,
 			tm_eval_flat(nr.pb, flat, 0, &nr.sol.ev);
 			nr.sol.ev.feasible = true;
 			nr.sol.t_ref_ms = nr.sol.ev.iteration_ms;
-			tm_run_free(best);
+			tm_run_clear(best);
 			*best = nr;
 		} else {
-			tm_run_free(&nr);
+			tm_run_clear(&nr);
 		}
 	}
 	free(flat);
@@ -353,25 +353,25 @@ int tm_rebalance(const tm_cluster *c, const tm_profile *p, const tm_job *job,
 		if (tm_run_job(c, p, tm_job_relayer(job, n), job, pol, allow,
 		               next, err)) {
 			/* these layers cannot be placed under the policy */
-			tm_run_free(next);
+			tm_run_clear(next);
 			free(next);
 			memset(err, 0, sizeof *err);
 			break;
 		}
 		if (prev != best) {
-			tm_run_free(prev);
+			tm_run_clear(prev);
 			free(prev);
 		}
 		if (next->sol.ev.iteration_ms < best->sol.ev.iteration_ms -
 		    1e-9 * (1 + best->sol.ev.iteration_ms)) {
-			tm_run_free(best);
+			tm_run_clear(best);
 			free(best);
 			best = next;
 		}
 		prev = next;
 	}
 	if (prev != best) {
-		tm_run_free(prev);
+		tm_run_clear(prev);
 		free(prev);
 	}
 	rc = 0;
@@ -398,7 +398,7 @@ int tm_rebalance(const tm_cluster *c, const tm_profile *p, const tm_job *job,
 	best->rounds = rounds;
 out:
 	if (rc)
-		tm_run_free(best);
+		tm_run_clear(best);
 	else
 		*out = *best;
 	free(best);

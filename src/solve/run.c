@@ -49,7 +49,7 @@ int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
 	} else
 		rc = tm_run_job(c, p, NULL, job, pol, allow, run, err);
 	if (rc) {
-		tm_run_free(run);
+		tm_run_clear(run);
 		return rc;
 	}
 	if (!run->job) {
@@ -61,7 +61,7 @@ int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
 		run->layers[i] = run->job->stages[i].layers;
 	/* the baseline stays torchrun's placement of the job as given */
 	if ((rc = tm_problem_new(c, p, job, pol, allow, &pb0, err))) {
-		tm_run_free(run);
+		tm_run_clear(run);
 		return rc;
 	}
 	flat = xmalloc(sizeof(int) * (size_t)pb0->nranks);

@@ -217,7 +217,7 @@ out:
 
 /* ---- one job solved into a run ------------------------------------------- */
 
-void tm_run_free(tm_run *run)
+void tm_run_clear(tm_run *run)
 {
 	tm_solution_clear(&run->sol);
 	tm_problem_free(run->pb);

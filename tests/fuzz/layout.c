@@ -57,8 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tm_layout_uneven_flags(l.nstages, 1, per, &first, &last);
 		free(per);
 	}
-	tm_layout_free(&m);
-	tm_layout_free(&l);
+	tm_layout_clear(&m);
+	tm_layout_clear(&l);
 	free(f);
 	free(s);
 	return 0;

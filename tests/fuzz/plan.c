@@ -15,6 +15,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                       &err);
 	if (rc)
 		fuzz_rejected("plan", rc, &err);
-	tm_plan_doc_free(&P);
+	tm_plan_doc_clear(&P);
 	return 0;
 }
