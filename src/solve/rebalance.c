@@ -1,6 +1,6 @@
 /*
  * rebalance.c — the policies that change the layers per stage, which
- * tm_run_policy (solve.c) runs:
+ * tm_run_policy (run.c) runs:
  *
  *  - alternating: the published thermal heuristic, even stages one layer
  *    more and odd stages one less, on torchrun's default placement;

@@ -1,5 +1,5 @@
 /*
- * topo_hwloc.c — NVIDIA GPUs as hwloc sees them, in an XML export
+ * hwloc.c — NVIDIA GPUs as hwloc sees them, in an XML export
  * (`lstopo --of xml`) or on the live machine: PCI bus ids, NUMA nodes,
  * NVML/CUDA device numbers, PCIe/SMP codes derived from the PCI tree, and
  * NVLink counts from the NVLinkBandwidth distances matrix.

@@ -1,5 +1,5 @@
 /*
- * topo_nccl.c — NCCL topology files (NCCL_TOPO_FILE, NCCL_TOPO_DUMP_FILE):
+ * nccl.c — NCCL topology files (NCCL_TOPO_FILE, NCCL_TOPO_DUMP_FILE):
  * GPUs (<gpu dev=...> in <pci busid=...> in <cpu numaid=...>), NVLink
  * (<nvlink target= count= tclass=>, to GPUs or NVSwitches) and PCIe/SMP
  * codes from the nesting of <pci> and <cpu> elements.

@@ -1,5 +1,5 @@
 /*
- * topo_smi.c — the nvidia-smi readers of `thermap topo`: the GPU x GPU
+ * smi.c — the nvidia-smi readers of `thermap topo`: the GPU x GPU
  * matrix of `nvidia-smi topo -m`, and GPU lists (`nvidia-smi -L`,
  * `nvidia-smi -q`, `--query-gpu=... --format=csv`).
  *
