@@ -200,6 +200,20 @@ static double bottleneck(int n, int m, const double *c)
 
 /* ---- when it applies ----------------------------------------------------- */
 
+/* Where peak_temp, wear and moves stand in the policy's order (-1 when
+ * it has none). */
+static void crit_positions(const tm_problem *pb, int *kp, int *kw, int *km)
+{
+	*kp = *kw = *km = -1;
+	for (int k = 0; k < pb->ncrit; k++)
+		if (pb->crit[k] == TM_CRIT_PEAK)
+			*kp = k;
+		else if (pb->crit[k] == TM_CRIT_WEAR)
+			*kw = k;
+		else if (pb->crit[k] == TM_CRIT_MOVES)
+			*km = k;
+}
+
 /* Every hop and every link inside a host costs the same wherever it runs,
  * NVLink joins every pair of a host's GPUs when tensor-parallel groups
  * need it, every rank fits every GPU, no cap or move limit, time first and
@@ -211,13 +225,7 @@ bool tm_host_decomposable(const tm_problem *pb)
 	double K = (double)pb->nproc / pb->nmember;
 	int kp = -1, kw = -1, km = -1;
 
-	for (int k = 0; k < pb->ncrit; k++)
-		if (pb->crit[k] == TM_CRIT_PEAK)
-			kp = k;
-		else if (pb->crit[k] == TM_CRIT_WEAR)
-			kw = k;
-		else if (pb->crit[k] == TM_CRIT_MOVES)
-			km = k;
+	crit_positions(pb, &kp, &kw, &km);
 	/* replan's reference (a previous plan, maybe with GPUs gone) and
 	 * move prices are the direct program's business */
 	if (pb->ref_custom || pb->crit[0] != TM_CRIT_TIME ||
@@ -1048,13 +1056,7 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 	opt_t = t_best <= lb + 1e-9 * (1 + lb);
 	t_ref = opt_t ? t_best : lb;
 	tb = tm_crit_bound(pb, TM_CRIT_TIME, t_best);
-	for (int k = 0; k < pb->ncrit; k++)
-		if (pb->crit[k] == TM_CRIT_PEAK)
-			kp = k;
-		else if (pb->crit[k] == TM_CRIT_WEAR)
-			kw = k;
-		else if (pb->crit[k] == TM_CRIT_MOVES)
-			km = k;
+	crit_positions(pb, &kp, &kw, &km);
 
 	/* per stage and GPU: the temperature at t_ref, and whether a rank
 	 * of the stage there can keep the time within tb at all (its
