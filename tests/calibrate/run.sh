@@ -21,56 +21,14 @@
 #    page, and bad inputs exit 2 or 4 with one line naming the file.
 # With --update the expected files are rewritten (review the diff).
 # THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble calibrate "$@"
 R=fixtures/real/h200x4-vm
 D=tests/calibrate/data
 E=tests/calibrate/expected
 BOUND_C=2.0
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-calibrate.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-update=${1:-}
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
-
-pinned() {
-	if [ "$update" = --update ]; then
-		cp "$W/$1" "$E/$1"
-		ok
-	elif cmp -s "$W/$1" "$E/$1"; then
-		ok
-	else
-		bad "$1 differs from $E/$1:"
-		diff "$E/$1" "$W/$1" | head -20
-	fi
-}
-
-# expect CODE NAME COMMAND...: stdout to $W/NAME.out, stderr to
-# $W/NAME.err, and the exit code checked
-expect() {
-	want=$1 name=$2
-	shift 2
-	"$@" >"$W/$name.out" 2>"$W/$name.err"
-	got=$?
-	if [ "$got" = "$want" ]; then ok
-	else bad "$name: exit $got, expected $want: $(head -3 "$W/$name.err")"; fi
-}
-
-# an error: one line of error on stderr (warnings aside, and a usage
-# error's "Try" hint), with this text in it
-one_line() {
-	if [ "$(grep -vc -e '^thermap: warning: ' -e '^Try ' "$W/$1.err")" = 1 ] &&
-	   grep -v '^thermap: warning: ' "$W/$1.err" | head -1 | grep -qF -- "$2"; then ok
-	else bad "$1: stderr is not one line with '$2': $(cat "$W/$1.err")"; fi
-}
-
-# "rank uuid" lines of a plan.json (one rank object per line)
-ranks() {
-	sed -n 's/.*{"rank": \([0-9]*\),.*"uuid": "\([^"]*\)".*/\1 \2/p' "$1"
-}
 # "rank gpu predicted_temp_c" lines of a plan.json
 predicted() {
 	sed -n 's/.*{"rank": \([0-9]*\),.*"gpu_index": \([0-9]*\),.*"predicted_temp_c": \([-0-9.]*\)[,}].*/\1 \2 \3/p' "$1"

@@ -10,17 +10,11 @@
 # that would forge a second 'thermap: error:' line, '|' and ',' in policy
 # names. Each is checked against the same command with a plain name where
 # line counts matter. THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble "inert output"
 F=fixtures/h200x4-a
 R=fixtures/real/h200x4-vm
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-inert.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
 
 command -v iconv >/dev/null 2>&1 || { echo "inert: needs iconv (libc-bin)"; exit 1; }
 
@@ -33,16 +27,6 @@ NL='
 HOSTILE="x$(printf '\377')${ESC}]0;pwned${BEL}${ESC}[2J${NL}thermap: error: forged"
 # ... as thermap shows it in text
 HOSTILE_SHOWN='x\xff\e]0;pwned\a\e[2J\nthermap: error: forged'
-
-# run NAME RC COMMAND...: stdout to $W/NAME.out, stderr to $W/NAME.err
-run() {
-	name=$1 want=$2
-	shift 2
-	"$@" >"$W/$name.out" 2>"$W/$name.err"
-	got=$?
-	if [ "$got" = "$want" ]; then ok
-	else bad "$name: exit $got, expected $want: $(head -3 "$W/$name.err")"; fi
-}
 
 # inert NAME FILE: valid UTF-8, and no control character but the line
 # breaks (C0, DEL, and C1 as UTF-8 encodes them)
@@ -65,11 +49,6 @@ lines() {
 	else bad "$1: $2 has $(wc -l <"$2") lines, expected $3: $(cat "$2")"; fi
 }
 
-# has NAME FILE TEXT: FILE contains TEXT
-has() {
-	if grep -qF -- "$3" "$2"; then ok; else bad "$1: $2 lacks: $3"; fi
-}
-
 # json NAME FILE: thermap's reader (jansson) takes FILE as JSON: given as
 # a cluster it is refused for its format or content, not for its syntax
 # or encoding ('FILE:LINE:COLUMN: ...')
@@ -90,9 +69,9 @@ plan() { "$T" plan --cluster "${CLUSTER:-$F/cluster.json}" \
 # ---- profile --json-summary: a file name that is no UTF-8 ------------------
 cp $F/telemetry.csv "$W/tele.csv"
 cp $F/telemetry.csv "$W/$HOSTILE.csv"
-run summary-plain 0 "$T" profile --host h200x4-a "$W/tele.csv" \
+expect 0 summary-plain "$T" profile --host h200x4-a "$W/tele.csv" \
 	-o "$W/prof-plain.json" --json-summary
-run summary 0 "$T" profile --host h200x4-a "$W/$HOSTILE.csv" \
+expect 0 summary "$T" profile --host h200x4-a "$W/$HOSTILE.csv" \
 	-o "$W/prof.json" --json-summary
 inert summary "$W/summary.out"
 json summary "$W/summary.out"
@@ -105,7 +84,7 @@ lines summary-warn "$W/summary.err" "$(wc -l <"$W/summary-plain.err")"
 if cmp -s "$W/prof.json" "$W/prof-plain.json"; then ok
 else bad "summary: the profile depends on the file's name"; fi
 # 'wrote FILE' with the output's name shown
-run wrote 0 "$T" profile --host h200x4-a "$W/tele.csv" -o "$W/$HOSTILE.json"
+expect 0 wrote "$T" profile --host h200x4-a "$W/tele.csv" -o "$W/$HOSTILE.json"
 inert wrote "$W/wrote.out"
 lines wrote "$W/wrote.out" 1
 has wrote "$W/wrote.out" "wrote $W/$HOSTILE_SHOWN.json"
@@ -115,7 +94,7 @@ has wrote "$W/wrote.out" "wrote $W/$HOSTILE_SHOWN.json"
 sed "s/target=\"0001:00:00.0\"/target=\"${ESC}]0;pwned${BEL}${ESC}[2J\"/" \
 	fixtures/topo/nccl-topo/azure-ncv4-topo.xml >"$W/nccl.xml"
 if grep -q "$ESC" "$W/nccl.xml"; then ok; else bad "nccl: the ESC was not planted"; fi
-run nccl 4 "$T" topo --host h --nccl "$W/nccl.xml"
+expect 4 nccl "$T" topo --host h --nccl "$W/nccl.xml"
 inert nccl "$W/nccl.err"
 lines nccl "$W/nccl.err" 1
 has nccl "$W/nccl.err" 'nccl.xml:5: <nvlink> target "\e]0;pwned\a\e[2J" is not a PCI bus id'
@@ -126,25 +105,25 @@ has nccl "$W/nccl.err" 'nccl.xml:5: <nvlink> target "\e]0;pwned\a\e[2J" is not a
 		printf 'GPU %d: NVIDIA H200 (UUID: GPU-a000000%d-0000-4000-8000-00000000000%d)\n' $i $i $i
 	done
 } >"$W/gpus.txt"
-run topo 0 "$T" topo --host h200x4-a --smi-topo $F/topo-m.txt --gpus "$W/gpus.txt" \
+expect 0 topo "$T" topo --host h200x4-a --smi-topo $F/topo-m.txt --gpus "$W/gpus.txt" \
 	-o "$W/topo.json"
 inert topo "$W/topo.json"
 has topo "$W/topo.json" '"model": "NVIDIA H200\ufffd\u009bx"'
-run topo-reads 0 "$T" plan --cluster "$W/topo.json" --profile $F/profile.json \
+expect 0 topo-reads "$T" plan --cluster "$W/topo.json" --profile $F/profile.json \
 	--job $F/job-pp2-dp2.json -o "$W/topo-plan" --quiet
 
 # ---- JSON inputs: a host name, a key, raw bytes --------------------------------
 sed 's/"host": "h200x4-a"/"host": "h200\\nthermap: error: forged\\u001b[2J"/' \
 	$F/cluster.json >"$W/c-host.json"
 CLUSTER="$W/c-host.json"
-run host 4 plan -o "$W/x"
+expect 4 host plan -o "$W/x"
 inert host "$W/host.err"
 lines host "$W/host.err" 1
 has host "$W/host.err" '"h200\nthermap: error: forged\e[2J" is not a usable host name'
 sed 's/"host": "h200x4-a",/"host": "h200x4-a", "gpu\\nthermap: warning: forged\\u0007": 1,/' \
 	$F/cluster.json >"$W/c-key.json"
 CLUSTER="$W/c-key.json"
-run key 0 plan -o "$W/key-plan"
+expect 0 key plan -o "$W/key-plan"
 CLUSTER=
 inert key "$W/key.err"
 lines key "$W/key.err" 1
@@ -152,27 +131,27 @@ has key "$W/key.err" 'nodes[0].gpu\nthermap: warning: forged\a: unknown field, i
 # raw control bytes and a byte that is no UTF-8 inside a JSON string:
 # jansson's message quotes them
 sed "s/\"thermal\"/\"th${ESC}[2J$(printf '\377')\"/" policies/thermal.json >"$W/raw-pol.json"
-run raw 4 plan --policy "$W/raw-pol.json" -o "$W/x"
+expect 4 raw plan --policy "$W/raw-pol.json" -o "$W/x"
 inert raw "$W/raw.err"
 lines raw "$W/raw.err" 1
 
 # ---- the command line --------------------------------------------------------
-run argv-cmd 2 "$T" "pl${ESC}]0;pwned${BEL}an"
+expect 2 argv-cmd "$T" "pl${ESC}]0;pwned${BEL}an"
 inert argv-cmd "$W/argv-cmd.err"
 lines argv-cmd "$W/argv-cmd.err" 2
 has argv-cmd "$W/argv-cmd.err" "thermap: unknown command 'pl\e]0;pwned\aan'"
-run argv-opt 2 "$T" plan "--x${NL}thermap: error: forged"
+expect 2 argv-opt "$T" plan "--x${NL}thermap: error: forged"
 inert argv-opt "$W/argv-opt.err"
 lines argv-opt "$W/argv-opt.err" 2
 has argv-opt "$W/argv-opt.err" "thermap: unknown option '--x\nthermap: error: forged'"
-run argv-host 2 "$T" profile --host "a${NL}b" "$W/tele.csv"
+expect 2 argv-host "$T" profile --host "a${NL}b" "$W/tele.csv"
 inert argv-host "$W/argv-host.err"
 lines argv-host "$W/argv-host.err" 2
-run argv-from 2 "$T" profile --from "${ESC}[2J" "$W/tele.csv"
+expect 2 argv-from "$T" profile --from "${ESC}[2J" "$W/tele.csv"
 inert argv-from "$W/argv-from.err"
 lines argv-from "$W/argv-from.err" 2
 has argv-from "$W/argv-from.err" "thermap: --from '\e[2J': expected a time"
-run argv-file 4 plan --policy "$W/no${NL}such$(printf '\377')" -o "$W/x"
+expect 4 argv-file plan --policy "$W/no${NL}such$(printf '\377')" -o "$W/x"
 inert argv-file "$W/argv-file.err"
 lines argv-file "$W/argv-file.err" 1
 has argv-file "$W/argv-file.err" "no\nsuch\xff: cannot open"
@@ -181,8 +160,8 @@ has argv-file "$W/argv-file.err" "no\nsuch\xff: cannot open"
 sed "s/\"thermal\"/\"evil)\\\\ntouch $(printf '%s' "$W" | sed 's/[\/&]/\\&/g')\/pwned\\\\n#\\\\u001b]0;x\\\\u0007\"/" \
 	policies/thermal.json >"$W/evil.json"
 has evil-policy "$W/evil.json" '\ntouch '
-run plan-plain 0 plan -o "$W/pp"
-run plan-evil 0 plan --policy "$W/evil.json" -o "$W/pe"
+expect 0 plan-plain plan -o "$W/pp"
+expect 0 plan-evil plan --policy "$W/evil.json" -o "$W/pe"
 inert plan-evil "$W/plan-evil.out"
 lines plan-evil "$W/plan-evil.out" "$(wc -l <"$W/plan-plain.out")"
 has plan-evil "$W/plan-evil.out" 'policy evil)\ntouch '
@@ -192,7 +171,7 @@ for f in env/h200x4-a.env launch.txt; do
 done
 has plan-evil-env "$W/pe/env/h200x4-a.env" '(policy evil)\ntouch '
 # sourced as launch.txt says: it sets the variables and runs nothing
-# shellcheck disable=SC1091
+# shellcheck source=/dev/null
 (cd "$W/pe" && set -a && . ./env/h200x4-a.env && set +a &&
 	[ "$NODE_RANK" = 0 ] && [ "$NPROC_PER_NODE" = 4 ]) >/dev/null 2>&1 ||
 	bad "plan-evil: env file does not source"
@@ -200,11 +179,11 @@ if [ ! -e "$W/pwned" ]; then ok; else bad "plan-evil: sourcing the env file ran 
 json plan-evil "$W/pe/plan.json"
 has plan-evil-json "$W/pe/plan.json" '"policy": "evil)\ntouch '
 # a plan directory with a hostile name: 'wrote' and check's summary
-run plan-dir 0 plan -o "$W/$HOSTILE"
+expect 0 plan-dir plan -o "$W/$HOSTILE"
 inert plan-dir "$W/plan-dir.out"
 lines plan-dir "$W/plan-dir.out" "$(wc -l <"$W/plan-plain.out")"
 has plan-dir "$W/plan-dir.out" "wrote $W/$HOSTILE_SHOWN (plan.json"
-run check 0 "$T" check --cluster $F/cluster.json --job $F/job-pp2-dp2.json \
+expect 0 check "$T" check --cluster $F/cluster.json --job $F/job-pp2-dp2.json \
 	--plan "$W/$HOSTILE"
 inert check "$W/check.out"
 lines check "$W/check.out" 1
@@ -217,10 +196,10 @@ CMP="--cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.js
 UFFFF=$(printf '\357\277\277')
 for fmt in text markdown csv json; do
 	# shellcheck disable=SC2086
-	run "compare-$fmt-plain" 0 "$T" compare $CMP policies/identity.json \
+	expect 0 "compare-$fmt-plain" "$T" compare $CMP policies/identity.json \
 		"$W/plain.json" --format $fmt
 	# shellcheck disable=SC2086
-	run "compare-$fmt" 0 "$T" compare $CMP policies/identity.json \
+	expect 0 "compare-$fmt" "$T" compare $CMP policies/identity.json \
 		"$W/odd.json" --format $fmt
 	inert "compare-$fmt" "$W/compare-$fmt.out"
 	lines "compare-$fmt" "$W/compare-$fmt.out" \
@@ -238,7 +217,7 @@ if [ "$(cells "$W/compare-markdown.out" '| a\n')" = \
 else bad "compare-markdown: the odd row has another number of cells"; fi
 # the SVG: valid UTF-8, no control character, no U+FFFF (no XML character)
 # shellcheck disable=SC2086
-run compare-svg 0 "$T" compare $CMP policies/identity.json "$W/odd.json" \
+expect 0 compare-svg "$T" compare $CMP policies/identity.json "$W/odd.json" \
 	--svg "$W/$HOSTILE.svg"
 inert compare-svg "$W/$HOSTILE.svg"
 has compare-svg "$W/$HOSTILE.svg" ">a\n|b,c&quot;d\e$(printf '\357\277\275')</text>"
@@ -254,9 +233,9 @@ fi
 cp tests/replan/data/cluster-renamed.json "$W/renamed.json"
 cp tests/replan/data/cluster-renamed.json "$W/$HOSTILE.json"
 sed 's/"h200x4-a"/"h200x4-b"/' $F/profile.json >"$W/prof-b.json"
-run replan-plain 0 "$T" replan --previous "$W/pp" --cluster "$W/renamed.json" \
+expect 0 replan-plain "$T" replan --previous "$W/pp" --cluster "$W/renamed.json" \
 	--job $F/job-pp2-dp2.json --profile "$W/prof-b.json" -o "$W/rp"
-run replan 0 "$T" replan --previous "$W/pp" --cluster "$W/$HOSTILE.json" \
+expect 0 replan "$T" replan --previous "$W/pp" --cluster "$W/$HOSTILE.json" \
 	--job $F/job-pp2-dp2.json --profile "$W/prof-b.json" -o "$W/rh"
 inert replan "$W/replan.out"
 lines replan "$W/replan.out" 1
@@ -264,26 +243,26 @@ inert replan-text "$W/replan.err"
 lines replan-text "$W/replan.err" "$(wc -l <"$W/replan-plain.err")"
 has replan-text "$W/replan.err" "is not in $W/$HOSTILE_SHOWN.json"
 json replan-plan "$W/rh/plan.json"
-run diff-plain 0 "$T" diff "$W/pp" "$W/rp"
-run diff 0 "$T" diff "$W/pp" "$W/rh"
+expect 0 diff-plain "$T" diff "$W/pp" "$W/rp"
+expect 0 diff "$T" diff "$W/pp" "$W/rh"
 inert diff "$W/diff.out"
 lines diff "$W/diff.out" "$(wc -l <"$W/diff-plain.out")"
 # plan.json recorded the reason as JSON: the byte that is no UTF-8 as
 # U+FFFD, which diff shows as it is
 has diff "$W/diff.out" "forced: host h200x4-a is not in $W/x$(printf '\357\277\275')${HOSTILE_SHOWN#x\\xff}.json"
-run diff-json 0 "$T" diff "$W/pp" "$W/rh" --format json
+expect 0 diff-json "$T" diff "$W/pp" "$W/rh" --format json
 inert diff-json "$W/diff-json.out"
 json diff-json "$W/diff-json.out"
 
 # ---- calibrate: telemetry named with hostile bytes ------------------------------
-run cal-plan 0 "$T" plan --cluster $R/cluster.json --profile $R/profile.json \
+expect 0 cal-plan "$T" plan --cluster $R/cluster.json --profile $R/profile.json \
 	--job tests/calibrate/data/job-identity.json \
 	--policy policies/identity.json -o "$W/cal-plan" --quiet
 cp $R/telemetry-identity.csv "$W/cal.csv"
 cp $R/telemetry-identity.csv "$W/$HOSTILE.csv"
 for v in plain hostile; do
 	if [ $v = plain ]; then f="$W/cal.csv"; else f="$W/$HOSTILE.csv"; fi
-	run "cal-$v" 0 "$T" calibrate --cluster $R/cluster.json \
+	expect 0 "cal-$v" "$T" calibrate --cluster $R/cluster.json \
 		--profile $R/profile.json --job tests/calibrate/data/job-identity.json \
 		--plan "$W/cal-plan" --host vm "$f" -o "$W/cal-$v.json"
 done
@@ -296,8 +275,7 @@ json cal-profile "$W/cal-hostile.json"
 if [ "$(grep -c 'thermap calibrate: plan' "$W/cal-hostile.json")" = \
      "$(grep -c 'thermap calibrate: plan' "$W/cal-plain.json")" ]; then ok
 else bad "cal-profile: marks lost"; fi
-run cal-reads 0 "$T" plan --cluster $R/cluster.json --profile "$W/cal-hostile.json" \
+expect 0 cal-reads "$T" plan --cluster $R/cluster.json --profile "$W/cal-hostile.json" \
 	--job tests/calibrate/data/job-identity.json -o "$W/cal-replan" --quiet
 
-echo "inert output: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -15,17 +15,11 @@
 #    a value is due are a missing value, not help or the version; after
 #    '--' nothing is an option.
 # THERMAP names the binary (build/thermap by default); MAN the man page.
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble options
 MAN=${MAN:-docs/thermap.1}
 F=fixtures/h200x4-a
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-options.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
 
 # ---- rows --------------------------------------------------------------------
 
@@ -246,5 +240,4 @@ r cmp-sp compare --cluster $F/cluster.json --profile $F/profile.json --job $F/jo
 r cmp-eq compare --cluster=$F/cluster.json --profile=$F/profile.json --job=$F/job-pp2-dp2.json --format=csv policies/thermal.json
 if said cmp-eq 0 "" && same cmp-sp cmp-eq; then ok; else bad "compare --x=V: $(cat "$W/cmp-eq.err")"; fi
 
-echo "options: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -3,17 +3,11 @@
 # files and compares exit code and the exact stderr line (or a stdout
 # fragment). Hand-broken plans must fail 'thermap check' with the right
 # message. THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble cli
 F=fixtures/h200x4-a
 D=tests/cli/data
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-cli.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
 
 # t NAME RC STDERR -- ARGS...   (STDERR '-' means: not checked)
 t() {
@@ -31,11 +25,6 @@ t() {
 		return
 	fi
 	ok
-}
-
-# has NAME FILE TEXT: FILE contains TEXT
-has() {
-	if grep -qF -- "$3" "$2"; then ok; else bad "$1: $2 lacks: $3"; fi
 }
 
 plan() { "$T" plan --cluster $F/cluster.json --profile $F/profile.json \
@@ -331,5 +320,4 @@ t svg-scale-alone 2 "thermap: --svg-scale sets the colours of --svg FILE; give b
 Try 'thermap compare --help'." -- compare $CMPA --svg-scale auto
 if [ ! -e "$W/bad.svg" ]; then ok; else bad "a rejected --svg-scale wrote $W/bad.svg"; fi
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

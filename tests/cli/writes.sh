@@ -24,28 +24,23 @@
 #  - standard output on /dev/full, or closed, is exit 1 with one line;
 #  - options: one value each, --x V and --x=V, '--' ends the options;
 #  - check --format json.
-# A sub-case that needs root (mknod) is skipped by name when not root.
+# A sub-case that needs root (mknod), or jq, fails when it cannot run,
+# unless THERMAP_SKIP names root (or jq): then it is counted as skipped.
 # THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble writes
 case $T in /*) ;; *) T=$PWD/$T ;; esac
 F=$PWD/fixtures/h200x4-a
 R=$PWD/fixtures/real/h200x4-vm
 CD=$PWD/tests/calibrate/data
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-writes.XXXXXX")
+# the writers left stopped or holding a lock are killed on the way out
 pids=""
 cleanup() {
 	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
 	rm -rf "$W"
 }
 trap cleanup EXIT
-pass=0
-fail=0
-skip=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
-skipped() { skip=$((skip + 1)); printf 'SKIP: %s\n' "$*"; }
 
 # the error lines of the last run (warnings left out)
 errs() { grep -v '^thermap: warning: ' "$W/err"; }
@@ -77,16 +72,6 @@ check() {
 no_temp() {
 	if [ -z "$(ls -a "$1" | grep -e '\.tmp\.' -e '\.tmp-')" ]; then ok
 	else bad "$2: temporary left: $(ls -a "$1" | grep -e '\.tmp\.' -e '\.tmp-')"; fi
-}
-
-# stopped PID: waits until the process is stopped (SIGSTOP), true if it is
-stopped() {
-	i=0
-	while [ $i -lt 200 ] && [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" != T ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	[ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" = T ]
 }
 
 HJ="--cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.json"
@@ -158,7 +143,7 @@ for w in profile topo calibrate lp svg; do
 		   [ -c "$D/null" ]; then ok
 		else bad "$w: character device: exit $rc: $(errs)"; fi
 	else
-		skipped "$w-chardev: making a character device needs root"
+		skipped "$w-chardev" root "making a character device needs root"
 	fi
 	# a directory that is not there
 	w_$w "$D/none/out" >"$W/out" 2>"$W/err"
@@ -265,7 +250,7 @@ if $root; then
 	refuse plan-chardev "$P/null" "exists and is a character device, not a directory; refusing to replace it"
 	check "plan-chardev: kept" [ -c "$P/null" ]
 else
-	skipped "plan-chardev: making a character device needs root"
+	skipped plan-chardev root "making a character device needs root"
 fi
 # directories that are not a plan, or a plan and more
 mkdir "$P/data" && echo x >"$P/data/x.csv"
@@ -294,7 +279,7 @@ if $root; then
 	t replan-chardev 2 "thermap: error: $P/null: exists and is a character device, not a directory; refusing to replace it" -- replan --previous "$P/ref" $HJ -o "$P/null"
 	check "replan-chardev: kept" [ -c "$P/null" ]
 else
-	skipped "replan-chardev: making a character device needs root"
+	skipped replan-chardev root "making a character device needs root"
 fi
 if [ -p "$P/fifo" ] && [ -L "$P/link" ] && [ "$(cat "$P/file")" = data ]; then ok
 else bad "replan: a refused target changed"; fi
@@ -485,7 +470,7 @@ if command -v jq >/dev/null 2>&1; then
 	if jq -e '.ok and (.checks | length) == 15' "$W/out" >/dev/null; then ok
 	else bad "check-json: not the JSON expected"; fi
 else
-	skipped "check-json-jq: jq is not installed"
+	skipped check-json-jq jq "jq is not installed" "install it: scripts/ensure-deps.sh jq"
 fi
 cp -r "$P/ref" "$W/broken"
 sed -i 's/^NODE_RANK=0/NODE_RANK=1/' "$W/broken/env/h200x4-a.env"
@@ -508,5 +493,4 @@ check "check-text: one line" [ "$(cat "$W/out")" = "$P/ref: ok: plan $id, 4 rank
 if [ -c /dev/null ] && [ -c /dev/full ]; then ok
 else bad "/dev/null or /dev/full is no longer a character device"; fi
 
-printf 'writes: %d passed, %d failed, %d skipped\n' "$pass" "$fail" "$skip"
-[ "$fail" = 0 ]
+finish --with-skipped

@@ -15,35 +15,15 @@
 #    with one line; a policy that cannot run gets a row saying why.
 # With --update the expected files are rewritten (review the diff).
 # THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble compare "$@"
 N=fixtures/nanogpt-h100x8
 H=fixtures/h200x4-a
 E=tests/compare/expected
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-compare.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-update=${1:-}
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
 
 POL="policies/identity.json policies/alternating.json policies/greedy-coolest.json policies/greedy.json policies/thermal.json policies/coolest-peak.json policies/rebalance.json"
 NG="--cluster $N/cluster.json --profile $N/profile.json --job $N/job-pp8.json"
-
-# pinned NAME: compare $W/NAME with $E/NAME (or write it with --update)
-pinned() {
-	if [ "$update" = --update ]; then
-		cp "$W/$1" "$E/$1"
-		ok
-	elif cmp -s "$W/$1" "$E/$1"; then
-		ok
-	else
-		bad "$1 differs from $E/$1:"
-		diff "$E/$1" "$W/$1" | head -20
-	fi
-}
 
 for f in text markdown csv json; do
 	# shellcheck disable=SC2086
@@ -111,8 +91,8 @@ rc=$?
 if [ $rc = 4 ] && grep -q 'layers.chunks' "$W/err" && [ "$(wc -l <"$W/err")" = 1 ]; then ok
 else bad "tampered layers: exit $rc, $(cat "$W/err")"; fi
 
-# errors: exit code and one line
-expect() {
+# exits CODE ARGS...: thermap ARGS exits with CODE and says why on stderr
+exits() {
 	want=$1
 	shift
 	"$T" "$@" >/dev/null 2>"$W/err"
@@ -120,16 +100,16 @@ expect() {
 	if [ $rc = "$want" ] && [ -s "$W/err" ]; then ok
 	else bad "$* exits $rc, expected $want: $(cat "$W/err")"; fi
 }
-expect 2 compare $NG
-expect 2 compare $NG policies/thermal.json --format html
-expect 2 compare $NG policies/thermal.json --window 0
-expect 2 compare $NG --replay $H/telemetry.csv policies/thermal.json
-expect 2 compare --cluster $N/cluster.json --job $N/job-pp8.json --replay $H/telemetry.csv --svg "$W/x.svg" policies/thermal.json
-expect 4 compare $NG "$W/missing.json"
+exits 2 compare $NG
+exits 2 compare $NG policies/thermal.json --format html
+exits 2 compare $NG policies/thermal.json --window 0
+exits 2 compare $NG --replay $H/telemetry.csv policies/thermal.json
+exits 2 compare --cluster $N/cluster.json --job $N/job-pp8.json --replay $H/telemetry.csv --svg "$W/x.svg" policies/thermal.json
+exits 4 compare $NG "$W/missing.json"
 printf '{"format": "thermap.policy/1", "name": "x", "method": "ilp", "constraints": {"rebalance_layers": 1}}' >"$W/badpol.json"
-expect 4 compare $NG "$W/badpol.json"
-expect 4 compare --cluster $H/cluster.json --job $H/job-pp2-dp2.json --replay $H/telemetry.csv --host h200x4-a policies/thermal.json
-expect 1 compare $NG policies/thermal.json --svg "$W/no/such/dir/p.svg"
+exits 4 compare $NG "$W/badpol.json"
+exits 4 compare --cluster $H/cluster.json --job $H/job-pp2-dp2.json --replay $H/telemetry.csv --host h200x4-a policies/thermal.json
+exits 1 compare $NG policies/thermal.json --svg "$W/no/such/dir/p.svg"
 # a policy that changes layers on a job of measured stages: a row says why
 "$T" compare --cluster $H/cluster.json --profile $H/profile.json \
 	--job tests/cli/data/job-a10-tp2.json policies/identity.json \
@@ -139,5 +119,4 @@ if [ $rc = 0 ] && grep -q '^rebalance  *error' "$W/m.txt" &&
    grep -q 'given by layers' "$W/m.txt"; then ok
 else bad "measured job: exit $rc, $(cat "$W/m.txt" "$W/err")"; fi
 
-echo "compare: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

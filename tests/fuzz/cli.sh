@@ -3,15 +3,9 @@
 # thermap program on an input that once crashed, hung or was accepted
 # when it should not have been, and checks the exit code, the one error
 # line and that no output file was left. THERMAP names the binary.
-set -u
-T=${THERMAP:-build/thermap}
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-fuzz-cli.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble "fuzz cli"
 
 # t NAME RC STDERR -- ARGS...: exit code and the exact stderr; a case that
 # runs past 60 s has hung
@@ -129,6 +123,7 @@ sed 's/GPU-c6f92517-d6ad-e039-6cbf-fc1d05507a3c/GPU-04732404-7fc3-5ae6-cddd-c879
 t hwloc-dup-uuid 4 "thermap: error: $W/lassen.xml: GPU 0 and GPU 1 have the same UUID GPU-04732404-7fc3-5ae6-cddd-c879b3a379bb; a UUID names one GPU" -- topo --host a --hwloc "$W/lassen.xml" -o "$W/c.json"
 none hwloc-dup-uuid-output "$W/c.json"
 
+# its own summary line, not finish's: the count alone when none failed
 if [ $fail -ne 0 ]; then
 	printf 'fuzz cli: %d passed, %d FAILED\n' "$pass" "$fail"
 	exit 1

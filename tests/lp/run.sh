@@ -13,35 +13,14 @@
 # puts r_N/x_N in place of a name CPLEX LP cannot take) and row names are
 # unique, and a write failure is one line naming the file.
 # THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble "lp export"
 F=fixtures/h200x4-a
 P=fixtures/public
 D=tests/cli/data
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-lp.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-skip=0
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
-# a solver that is not installed: a failure, unless skipping it was asked
-skipped() {
-	case " $(echo "${THERMAP_SKIP:-}" | tr ',' ' ') " in
-	*" $2 "*)
-		skip=$((skip + 1))
-		printf 'lp export: %s: skipped (no %s; THERMAP_SKIP names it)\n' "$1" "$2"
-		[ -n "${THERMAP_SKIPLOG:-}" ] && [ -d "$(dirname "$THERMAP_SKIPLOG")" ] &&
-			echo "lp export: $1 ($2)" >>"$THERMAP_SKIPLOG"
-		;;
-	*) bad "$1: $2 is not installed (install it: scripts/ensure-deps.sh; or skip it by name: THERMAP_SKIP=$2)" ;;
-	esac
-}
 have() { command -v "$1" >/dev/null 2>&1; }
-
-# num FILE KEY: the first number written as "KEY": N in a plan.json
-num() { sed -n "s/.*\"$2\": \\([-0-9.eE+]*\\).*/\\1/p" "$1" | head -1; }
 
 # near NAME GOT WANT: GOT is WANT within 1e-6 relative
 near() {
@@ -101,7 +80,9 @@ lp() {
 	fi
 	for s in cbc glpsol; do
 		if ! have $s; then
-			skipped "$name" $s
+			# a solver that is not installed: a failure, unless
+			# THERMAP_SKIP names it
+			skipped "$name" $s "$s is not installed" "install it: scripts/ensure-deps.sh"
 			continue
 		fi
 		set -- $(${s}_solve "$W/$name.lp")
@@ -207,16 +188,17 @@ rows() {
 	awk '/^ [A-Za-z][^ ]*:/ { if (r != "") print r; r = $0; next }
 		/^ [-+]/ && r != "" { r = r $0; next } { if (r != "") print r; r = "" }' "$1"
 }
-has() { if rows "$2" | grep -qE -- "$3"; then ok; else bad "$1: $2 lacks $3"; fi; }
-has columns-D "$W/h200-derate-ilp.lp" '^ slow_d0_s3_r3: - 1\.05 x_r3_h0_g3 .* \+ D_d0_s3 >= 0$'
-has columns-C "$W/dgx1-tp2pp4.lp" '^ hop_d0_k2_r4_h0_g0: .* \+ C_d0_k2 >= -[0-9.]+$'
-has rows-tpnv "$W/dgx1-tp2pp4.lp" '^ tpnv_r0_r1_h0_g0: '
-has rows-ppnv "$W/dgx1-capped.lp" '^ ppnv_k0_r0_r2_h0_g0: '
-has rows-moves "$W/dgx1-capped.lp" '^ max_moves: .* >= 2$'
-has columns-z "$W/two-hosts.lp" '^ onhost_r3_h1: - z_n1_h1 '
-has rows-node "$W/two-hosts.lp" '^ node_n1: \+ z_n1_h1 \+ z_n1_h0 = 1$'
-has rows-ring "$W/groups-grad.lp" '^ ring_s1_r1_h0_g0: .* - 20\.97152 x_r3_h2_g0 .* - 83\.88608 x_r1_h0_g0 \+ A >= -83\.88608$'
-has columns-A "$W/groups-grad.lp" '^ iter_d1: .* - A .*\+ T >= 0$'
+# has_row NAME LP ERE: a row of LP matches ERE
+has_row() { if rows "$2" | grep -qE -- "$3"; then ok; else bad "$1: $2 lacks $3"; fi; }
+has_row columns-D "$W/h200-derate-ilp.lp" '^ slow_d0_s3_r3: - 1\.05 x_r3_h0_g3 .* \+ D_d0_s3 >= 0$'
+has_row columns-C "$W/dgx1-tp2pp4.lp" '^ hop_d0_k2_r4_h0_g0: .* \+ C_d0_k2 >= -[0-9.]+$'
+has_row rows-tpnv "$W/dgx1-tp2pp4.lp" '^ tpnv_r0_r1_h0_g0: '
+has_row rows-ppnv "$W/dgx1-capped.lp" '^ ppnv_k0_r0_r2_h0_g0: '
+has_row rows-moves "$W/dgx1-capped.lp" '^ max_moves: .* >= 2$'
+has_row columns-z "$W/two-hosts.lp" '^ onhost_r3_h1: - z_n1_h1 '
+has_row rows-node "$W/two-hosts.lp" '^ node_n1: \+ z_n1_h1 \+ z_n1_h0 = 1$'
+has_row rows-ring "$W/groups-grad.lp" '^ ring_s1_r1_h0_g0: .* - 20\.97152 x_r3_h2_g0 .* - 83\.88608 x_r1_h0_g0 \+ A >= -83\.88608$'
+has_row columns-A "$W/groups-grad.lp" '^ iter_d1: .* - A .*\+ T >= 0$'
 if grep -q ' A ' "$W/two-hosts.lp"; then bad "two-hosts: an all-reduce column without gradients"; else ok; fi
 # the cap is not in the file: it is stated at the reference time, which is
 # this program's optimum; here it binds, so the plan's objective (the time
@@ -258,9 +240,4 @@ Try 'thermap plan --help'." ]; then ok; else bad "no value: exit $got: $(cat "$W
 "$T" plan --help >"$W/out"
 if grep -qF -- "--write-lp FILE" "$W/out"; then ok; else bad "plan --help lacks --write-lp"; fi
 
-if [ "$skip" = 0 ]; then
-	echo "lp export: $pass passed, $fail failed"
-else
-	echo "lp export: $pass passed, $fail failed, $skip skipped"
-fi
-[ "$fail" = 0 ]
+finish

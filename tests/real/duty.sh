@@ -17,39 +17,36 @@
 # share it implies is reported, not bounded (docs/real-run.md). Last, the
 # 4×H200 recording's asymmetric phase, predicted the same way.
 # THERMAP names the binary (default build/thermap).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble "duty replay" "$@"
 R=fixtures/real/h100x1-duty
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-duty.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+E=tests/real/expected
 BOUND_C=2.5
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
-num() { sed -n "s/^ *\"$2\": \\([-0-9.eE+]*\\).*/\\1/p" "$1" | head -1; }
-str() { sed -n "s/^ *\"$2\": \"\\([^\"]*\\)\".*/\\1/p" "$1" | head -1; }
+# num and str: a key that starts its line, at any indentation
+I=' *'
 
 # the burn ends 94 s after the first sample (phases-0.jsonl)
 "$T" profile --host vm --to +94 $R/telemetry.csv -o "$W/burn.json" --quiet
 "$T" profile --host vm $R/telemetry-train.csv -o "$W/train.json" --quiet
-amb=$(num "$W/burn.json" ambient_c)
-r=$(num "$W/burn.json" r_c_per_w)
-pi=$(num "$W/burn.json" power_idle_w)
-pl=$(num "$W/burn.json" power_load_w)
+amb=$(num "$W/burn.json" ambient_c "$I")
+r=$(num "$W/burn.json" r_c_per_w "$I")
+pi=$(num "$W/burn.json" power_idle_w "$I")
+pl=$(num "$W/burn.json" power_load_w "$I")
 if [ -n "$amb" ] && [ -n "$r" ] && [ -n "$pi" ] && [ -n "$pl" ]; then ok
 else bad "the burn's profile has no fit"; fi
 
 {
 	printf 'profile of idle + burn: idle %s W, full load %s W, T = %s + %s·P; burn clock %s MHz (%s, thermal slowdown %s of load)\n' \
-		"$pi" "$pl" "$amb" "$r" "$(num "$W/burn.json" sm_clock_load_mhz)" \
-		"$(str "$W/burn.json" derate_basis)" \
-		"$(num "$W/burn.json" thermal_slowdown_frac)"
+		"$pi" "$pl" "$amb" "$r" "$(num "$W/burn.json" sm_clock_load_mhz "$I")" \
+		"$(str "$W/burn.json" derate_basis "$I")" \
+		"$(num "$W/burn.json" thermal_slowdown_frac "$I")"
 	printf 'training job on the same GPU: %s MHz at %s W and %s °C (%s, thermal slowdown %s)\n' \
-		"$(num "$W/train.json" sm_clock_load_mhz)" \
-		"$(num "$W/train.json" power_load_w)" \
-		"$(num "$W/train.json" temp_load_c)" \
-		"$(str "$W/train.json" derate_basis)" \
-		"$(num "$W/train.json" thermal_slowdown_frac)"
+		"$(num "$W/train.json" sm_clock_load_mhz "$I")" \
+		"$(num "$W/train.json" power_load_w "$I")" \
+		"$(num "$W/train.json" temp_load_c "$I")" \
+		"$(str "$W/train.json" derate_basis "$I")" \
+		"$(num "$W/train.json" thermal_slowdown_frac "$I")"
 	# seconds of the day of each telemetry row; phase times are UTC epoch
 	awk -F', ' -v pi="$pi" -v pl="$pl" -v amb="$amb" -v r="$r" '
 	FNR == NR { # phases-0.jsonl
@@ -127,20 +124,16 @@ awk '/"index":/ { gsub(/[^0-9]/, "", $2); i = $2 }
 		}
 	}' "$W/h200.fit" $H/telemetry.csv
 } >>"$W/table"
-if [ "${1:-}" = --update ]; then
-	mkdir -p tests/real/expected
-	cp "$W/table" tests/real/expected/duty.txt
-fi
-if cmp -s "$W/table" tests/real/expected/duty.txt; then ok
-else bad "duty table changed:"; diff tests/real/expected/duty.txt "$W/table"; fi
+cp "$W/table" "$W/duty.txt"
+pinned duty.txt
 # the fit holds every phase that loads the GPU
 if awk -v b=$BOUND_C 'NR > 4 && NR <= 7 && ($7 > b || $7 < -b) { exit 1 }
 	NR > 4 && NR <= 7 { n++ } END { exit n != 3 }' "$W/table"; then ok
 else bad "a loaded phase's temperature is more than $BOUND_C °C from the fit:"; cat "$W/table"; fi
 # the burn ran into thermal slowdown, the job did not, at its own clock
-if [ "$(str "$W/burn.json" derate_basis)" = thermal ] &&
-   [ "$(str "$W/train.json" derate_basis)" != thermal ] &&
-   [ "$(num "$W/train.json" sm_clock_load_mhz)" -gt "$(num "$W/burn.json" sm_clock_load_mhz)" ]; then ok
+if [ "$(str "$W/burn.json" derate_basis "$I")" = thermal ] &&
+   [ "$(str "$W/train.json" derate_basis "$I")" != thermal ] &&
+   [ "$(num "$W/train.json" sm_clock_load_mhz "$I")" -gt "$(num "$W/burn.json" sm_clock_load_mhz "$I")" ]; then ok
 else bad "the burn's and the job's clocks are not what the recording shows"; fi
 
 # the 4×H200 phase: power within 2 %, temperature within the 5 °C the
@@ -150,5 +143,4 @@ if awk 'NR > 9 && NF == 7 { n++; dp = ($4 - $3) / $3; if (dp > 0.02 || dp < -0.0
 	END { exit bad || n != 4 }' "$W/table"; then ok
 else bad "the 4xH200 asymmetric phase is off beyond its bounds:"; cat "$W/table"; fi
 
-echo "duty replay: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -10,19 +10,12 @@
 #  - the launch: every rank's logged GPU is the one its plan named, in
 #    both runs (identity and thermap).
 # THERMAP names the binary (default build/thermap).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble "real run replay" "$@"
 R=fixtures/real/h200x4-vm
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-real.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
+E=tests/real/expected
 
-# "rank uuid" lines of a plan.json (one rank object per line)
-ranks() {
-	sed -n 's/.*{"rank": \([0-9]*\),.*"uuid": "\([^"]*\)".*/\1 \2/p' "$1"
-}
 # "rank uuid" lines of a run's logs
 logged() {
 	for f in "$1"/rank*.jsonl; do
@@ -90,15 +83,10 @@ predicted() {
 			       run, $1, $4, $2, $5, e, $3, $6 }'
 	done
 } >"$W/table"
-if [ "${1:-}" = --update ]; then
-	mkdir -p tests/real/expected
-	cp "$W/table" tests/real/expected/predicted-vs-measured.txt
-fi
-if cmp -s "$W/table" tests/real/expected/predicted-vs-measured.txt; then ok
-else bad "predicted vs measured changed:"; diff tests/real/expected/predicted-vs-measured.txt "$W/table"; fi
+cp "$W/table" "$W/predicted-vs-measured.txt"
+pinned predicted-vs-measured.txt
 if [ "$(awk 'NR > 1' "$W/table" | wc -l)" = 8 ] &&
    awk -v b=$BOUND_C 'NR > 1 && ($6 > b || $6 < -b) { exit 1 }' "$W/table"; then ok
 else bad "a GPU's predicted temperature is more than $BOUND_C °C off:"; cat "$W/table"; fi
 
-echo "real run replay: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish

@@ -19,43 +19,13 @@
 #  - usage errors exit 2, bad inputs 4, each with one line.
 # With --update the expected files are rewritten (review the diff).
 # THERMAP names the binary (build/thermap by default).
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble replan "$@"
 H=fixtures/h200x4-a
 N=fixtures/nanogpt-h100x8
 D=tests/replan/data
 E=tests/replan/expected
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-replan.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-update=${1:-}
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
-
-pinned() {
-	if [ "$update" = --update ]; then
-		cp "$W/$1" "$E/$1"
-		ok
-	elif cmp -s "$W/$1" "$E/$1"; then
-		ok
-	else
-		bad "$1 differs from $E/$1:"
-		diff "$E/$1" "$W/$1" | head -20
-	fi
-}
-
-# expect CODE NAME COMMAND...: runs it, stdout to $W/NAME.out, stderr to
-# $W/NAME.err, and checks the exit code
-expect() {
-	want=$1 name=$2
-	shift 2
-	"$@" >"$W/$name.out" 2>"$W/$name.err"
-	got=$?
-	if [ "$got" = "$want" ]; then ok
-	else bad "$name: exit $got, expected $want: $(head -3 "$W/$name.err")"; fi
-}
 
 # one JSON line on stdout with this text in it
 line_has() {
@@ -196,12 +166,7 @@ for k in 1 2 3 4 5 6; do
 	THERMAP_TEST_STOP_AT=$k "$T" replan --previous "$W/n1" --cluster \
 		$D/cluster-no-gpu5.json $NJ -o "$W/k" >/dev/null 2>&1 &
 	pid=$!
-	i=0
-	while [ $i -lt 200 ] && [ "$(ps -o stat= -p $pid 2>/dev/null | cut -c1)" != T ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	if [ "$(ps -o stat= -p $pid 2>/dev/null | cut -c1)" = T ]; then ok
+	if stopped $pid; then ok
 	else bad "step $k: the writer did not stop there"; fi
 	kill -KILL $pid 2>/dev/null
 	wait $pid 2>/dev/null
@@ -287,5 +252,4 @@ expect 2 diff-one "$T" diff "$W/p1"
 expect 4 diff-world "$T" diff "$W/p1" "$W/n1"
 if [ ! -e "$W/x" ]; then ok; else bad "an error wrote $W/x"; fi
 
-printf 'replan: %d passed, %d failed\n' "$pass" "$fail"
-[ "$fail" = 0 ]
+finish

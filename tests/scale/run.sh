@@ -11,18 +11,13 @@
 # where the decomposition proves its time optimal the direct program finds
 # nothing faster.
 # THERMAP names the binary (build/thermap by default); GEN the generator.
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble scale
 G=${GEN:-build/gen_cluster}
-W=$(mktemp -d "${TMPDIR:-/tmp}/thermap-scale.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); printf 'FAIL: %s\n' "$*"; }
-num() { sed -n "s/^    \"$2\": \\([-0-9.eE+]*\\).*/\\1/p" "$1" | head -1; }
-str() { sed -n "s/^    \"$2\": \"\\([^\"]*\\)\".*/\\1/p" "$1" | head -1; }
+# the fields read from plan.json ("solver", "predicted") are indented four
+# spaces: num and str match there only
+I='    '
 # le A B: A <= B (+1e-9 relative)
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b + 1e-9 * (b < 0 ? -b : b)) }'; }
 
@@ -41,17 +36,17 @@ if plan "$W/512" policies/thermal.json "$W/p1" &&
    plan "$W/512" policies/identity.json "$W/pi"; then
 	ok
 	j=$W/p1/plan.json
-	[ "$(str "$j" status)" = feasible ] && ok || bad "512: status $(str "$j" status)"
-	[ "$(str "$j" formulation)" = "host decomposition" ] && ok ||
-		bad "512: formulation $(str "$j" formulation)"
-	gap=$(num "$j" gap)
+	[ "$(str "$j" status "$I")" = feasible ] && ok || bad "512: status $(str "$j" status "$I")"
+	[ "$(str "$j" formulation "$I")" = "host decomposition" ] && ok ||
+		bad "512: formulation $(str "$j" formulation "$I")"
+	gap=$(num "$j" gap "$I")
 	le "$gap" 0.01 && ok || bad "512: gap $gap above 1 %"
-	t=$(num "$j" iteration_ms)
-	obj=$(num "$j" objective)
-	bnd=$(num "$j" bound)
+	t=$(num "$j" iteration_ms "$I")
+	obj=$(num "$j" objective "$I")
+	bnd=$(num "$j" bound "$I")
 	le "$bnd" "$obj" && ok || bad "512: bound $bnd above objective $obj"
 	for o in pg pi; do
-		to=$(num "$W/$o/plan.json" iteration_ms)
+		to=$(num "$W/$o/plan.json" iteration_ms "$I")
 		le "$obj" "$to" && ok || bad "512: best time $obj ms slower than $o $to ms"
 		le "$t" "$(awk -v x="$obj" 'BEGIN { print x * 1.01 }')" && ok ||
 			bad "512: plan $t ms beyond 1 % of the best time $obj ms"
@@ -76,17 +71,17 @@ for job in "2 8 4" "1 16 4"; do
 	   plan "$W/$n" "$W/thermal-3.json" "$W/$n-d" THERMAP_DIRECT_ONLY=1 \
 			THERMAP_DIRECT_MAX=1e18; then
 		ok
-		[ "$(str "$W/$n-h/plan.json" formulation)" = "host decomposition" ] &&
-			ok || bad "$n: used $(str "$W/$n-h/plan.json" formulation)"
-		[ "$(str "$W/$n-d/plan.json" formulation)" = "integer program" ] &&
-			ok || bad "$n: direct run used $(str "$W/$n-d/plan.json" formulation)"
-		th=$(num "$W/$n-h/plan.json" objective)
-		bh=$(num "$W/$n-h/plan.json" bound)
-		td=$(num "$W/$n-d/plan.json" objective)
-		bd=$(num "$W/$n-d/plan.json" bound)
+		[ "$(str "$W/$n-h/plan.json" formulation "$I")" = "host decomposition" ] &&
+			ok || bad "$n: used $(str "$W/$n-h/plan.json" formulation "$I")"
+		[ "$(str "$W/$n-d/plan.json" formulation "$I")" = "integer program" ] &&
+			ok || bad "$n: direct run used $(str "$W/$n-d/plan.json" formulation "$I")"
+		th=$(num "$W/$n-h/plan.json" objective "$I")
+		bh=$(num "$W/$n-h/plan.json" bound "$I")
+		td=$(num "$W/$n-d/plan.json" objective "$I")
+		bd=$(num "$W/$n-d/plan.json" bound "$I")
 		le "$bd" "$th" && ok || bad "$n: direct bound $bd above decomposition time $th"
 		le "$bh" "$td" && ok || bad "$n: decomposition bound $bh above direct time $td"
-		if [ "$(str "$W/$n-h/plan.json" status)" = optimal ]; then
+		if [ "$(str "$W/$n-h/plan.json" status "$I")" = optimal ]; then
 			le "$th" "$td" && ok || bad "$n: direct time $td below the proven optimum $th"
 		fi
 		"$T" check --cluster "$W/$n/cluster.json" --job "$W/$n/job.json" \
@@ -97,5 +92,4 @@ for job in "2 8 4" "1 16 4"; do
 	fi
 done
 
-echo "scale: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

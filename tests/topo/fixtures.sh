@@ -8,38 +8,33 @@
 #
 #   sh tests/topo/fixtures.sh            compare (part of make check)
 #   sh tests/topo/fixtures.sh --update   rewrite the expected files
-set -u
-T=${THERMAP:-build/thermap}
+# shellcheck source=tests/lib.sh
+. tests/lib.sh
+preamble "topo fixtures" "$@"
 E=tests/topo/expected
-update=0
-[ "${1:-}" = --update ] && update=1
-pass=0 fail=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 check() {  # name, then the arguments of thermap topo
 	name=$1; shift
-	"$T" topo "$@" >"$tmp/c.json" 2>"$tmp/err"
+	"$T" topo "$@" >"$W/c.json" 2>"$W/err"
 	rc=$?
-	printf '%s\n' "$rc" >"$tmp/rc"
-	if [ $update = 1 ]; then
-		cp "$tmp/rc" "$E/$name.rc"
-		cp "$tmp/err" "$E/$name.err"
-		if [ $rc -eq 0 ]; then cp "$tmp/c.json" "$E/$name.json"
+	printf '%s\n' "$rc" >"$W/rc"
+	if [ "$update" = --update ]; then
+		cp "$W/rc" "$E/$name.rc"
+		cp "$W/err" "$E/$name.err"
+		if [ $rc -eq 0 ]; then cp "$W/c.json" "$E/$name.json"
 		else rm -f "$E/$name.json"; fi
 		return
 	fi
-	ok=1
-	cmp -s "$tmp/rc" "$E/$name.rc" || ok=0
-	cmp -s "$tmp/err" "$E/$name.err" || ok=0
-	[ $rc -ne 0 ] || cmp -s "$tmp/c.json" "$E/$name.json" || ok=0
-	if [ $ok = 1 ]; then
-		pass=$((pass + 1))
+	same=1
+	cmp -s "$W/rc" "$E/$name.rc" || same=0
+	cmp -s "$W/err" "$E/$name.err" || same=0
+	[ $rc -ne 0 ] || cmp -s "$W/c.json" "$E/$name.json" || same=0
+	if [ $same = 1 ]; then
+		ok
 	else
-		fail=$((fail + 1))
-		echo "FAIL topo fixture $name (exit $rc)"
-		diff "$E/$name.err" "$tmp/err" | head -5
-		[ $rc -eq 0 ] && diff "$E/$name.json" "$tmp/c.json" | head -10
+		bad "topo fixture $name (exit $rc)"
+		diff "$E/$name.err" "$W/err" | head -5
+		[ $rc -eq 0 ] && diff "$E/$name.json" "$W/c.json" | head -10
 	fi
 }
 
@@ -64,16 +59,14 @@ check h200x4-a-hwloc-only --host h200x4-a --hwloc $H/hwloc.xml
 R=fixtures/topo/real-h200x2
 for list in gpus.csv; do
 	"$T" topo --host vm --smi-topo $R/topo-m.txt --gpus $R/$list \
-	    >"$tmp/r.json" 2>"$tmp/err"
-	if [ $? -eq 0 ] && cmp -s "$tmp/r.json" $R/local.json; then
-		pass=$((pass + 1))
-	elif [ $update = 0 ]; then
-		fail=$((fail + 1))
-		echo "FAIL real-h200x2 with $list: differs from topo --local"
-		diff $R/local.json "$tmp/r.json" | head -10
+	    >"$W/r.json" 2>"$W/err"
+	if [ $? -eq 0 ] && cmp -s "$W/r.json" $R/local.json; then
+		ok
+	elif [ "$update" != --update ]; then
+		bad "real-h200x2 with $list: differs from topo --local"
+		diff $R/local.json "$W/r.json" | head -10
 	fi
 done
 
-[ $update = 1 ] && { echo "topo fixtures: expected files rewritten"; exit 0; }
-echo "topo fixtures: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+[ "$update" = --update ] && { echo "topo fixtures: expected files rewritten"; exit 0; }
+finish
