@@ -41,8 +41,9 @@ FUZZ_WARN = $(WARN) -Wno-unknown-warning-option
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
            libcmocka-dev
 # what the tests need beyond the build: two independent solvers that
-# re-solve the --write-lp files (tests/lp/run.sh)
-TEST_DEB = coinor-cbc glpk-utils
+# re-solve the --write-lp files (tests/lp/run.sh), and jq and xmllint,
+# outside readers of check's JSON and compare's SVG
+TEST_DEB = coinor-cbc glpk-utils jq libxml2-utils
 
 all: $(B)/thermap
 

@@ -224,10 +224,11 @@ has compare-svg "$W/$HOSTILE.svg" ">a\n|b,c&quot;d\e$(printf '\357\277\275')</te
 if grep -q "$UFFFF" "$W/$HOSTILE.svg"; then bad "compare-svg: U+FFFF in the SVG"; else ok; fi
 inert compare-svg-out "$W/compare-svg.out"
 has compare-svg-out "$W/compare-svg.out" "wrote $W/$HOSTILE_SHOWN.svg"
-if command -v xmllint >/dev/null 2>&1; then
-	if xmllint --noout "$W/$HOSTILE.svg" 2>/dev/null; then ok
-	else bad "compare-svg: not well-formed XML"; fi
-fi
+if ! command -v xmllint >/dev/null 2>&1; then
+	skipped compare-svg-xml xmllint "xmllint is not installed" \
+		"install it: scripts/ensure-deps.sh libxml2-utils"
+elif xmllint --noout "$W/$HOSTILE.svg" 2>/dev/null; then ok
+else bad "compare-svg: not well-formed XML"; fi
 
 # ---- replan and diff: a reason that names the cluster file ---------------------
 cp tests/replan/data/cluster-renamed.json "$W/renamed.json"
