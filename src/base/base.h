@@ -68,6 +68,9 @@ enum tm_knob {
 	TM_KNOB_TEST_STOP_AT, TM_NKNOBS
 };
 const char *tm_knob(enum tm_knob k);
+/* Milliseconds on the monotonic clock, for time limits and the solver
+ * times a plan reports. */
+double tm_now_ms(void);
 
 typedef struct strbuf {
 	char *s;     /* NUL-terminated contents */

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -459,6 +460,13 @@ static const char *const knob_names[TM_NKNOBS] = {
 	[TM_KNOB_DIRECT_MAX] = "THERMAP_DIRECT_MAX",
 	[TM_KNOB_TEST_STOP_AT] = "THERMAP_TEST_STOP_AT",
 };
+
+double tm_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 const char *tm_knob(enum tm_knob k)
 {

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <glpk.h>
@@ -67,7 +66,7 @@ typedef struct ilp {
 	double t_ref;         /* reference time, 0 before phase 0 */
 	/* what the callback saw */
 	double bound;         /* best bound of the last solve */
-	double deadline;      /* now_ms() at which branch and bound stops */
+	double deadline;      /* tm_now_ms() at which branch and bound stops */
 	/* where a GLPK error returns to: set by the function that calls
 	 * GLPK, reached through the error hook's info pointer (this ilp) */
 	jmp_buf fail;
@@ -634,20 +633,13 @@ static void fill(ilp *L, const int *flat)
 		L->vec[L->wcol] = wear;
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void callback(glp_tree *T, void *info)
 {
 	ilp *L = info;
 	int node;
 	/* GLPK checks its own limit only between nodes; long branching
 	 * computations on big programs would overrun it */
-	if (now_ms() > L->deadline) {
+	if (tm_now_ms() > L->deadline) {
 		glp_ios_terminate(T);
 		return;
 	}
@@ -720,7 +712,7 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 	int G = pb->ngpu, ret, st;
 	glp_smcp sp;
 	glp_iocp ip;
-	double left = deadline - now_ms();
+	double left = deadline - tm_now_ms();
 
 	objective(L, crit);
 	if (left < 1)
@@ -737,7 +729,7 @@ static int phase(ilp *L, int crit, double deadline, int *flat, bool *optimal,
 	glp_init_iocp(&ip);
 	ip.msg_lev = GLP_MSG_OFF;
 	ip.presolve = GLP_OFF;
-	ip.tm_lim = (int)fmin(fmax(deadline - now_ms(), 1), 2e9);
+	ip.tm_lim = (int)fmin(fmax(deadline - tm_now_ms(), 1), 2e9);
 	ip.mip_gap = pb->pol->mip_gap;
 	ip.cb_func = callback;
 	ip.cb_info = L;
@@ -815,7 +807,7 @@ int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
                  tm_solution *sol, tm_error *err)
 {
 	ilp L;
-	double deadline = now_ms() + pb->pol->time_limit_s * 1e3, bound;
+	double deadline = tm_now_ms() + pb->pol->time_limit_s * 1e3, bound;
 	int *cur = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	bool optimal = true, ok;
 	volatile int rc = 0;

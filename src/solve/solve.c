@@ -13,16 +13,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "solve/solve.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 tm_placement *tm_placement_new(int nranks)
 {
@@ -113,7 +105,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 {
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	int *warm = NULL;
-	double t0 = now_ms(), t_ref = 0;
+	double t0 = tm_now_ms(), t_ref = 0;
 	char why[512];
 	int rc = 0;
 
@@ -209,7 +201,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);
 out:
-	sol->time_ms = now_ms() - t0;
+	sol->time_ms = tm_now_ms() - t0;
 	free(flat);
 	free(warm);
 	return rc;
