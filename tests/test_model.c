@@ -425,6 +425,78 @@ static void test_network_note(void **state)
 	tt_free(pb, pol, j, p, c);
 }
 
+/* The network without a host × host matrix: every pair's bandwidth, the
+ * least and most over pairs, and the note on guessed figures, against the
+ * pairwise definition, over random NICs (unknown ones too), groups
+ * (hosts without one too) and group figures, ties included. */
+static double net_brute(const tm_cluster *c, int a, int b, bool *guess)
+{
+	const tm_node *x = &c->nodes[a], *y = &c->nodes[b];
+	double bw = INFINITY, grp;
+	bool same = x->net_group && y->net_group &&
+	            !strcmp(x->net_group, y->net_group);
+	if (isfinite(x->net_gb_per_s))
+		bw = fmin(bw, x->net_gb_per_s);
+	if (isfinite(y->net_gb_per_s))
+		bw = fmin(bw, y->net_gb_per_s);
+	grp = same || (!x->net_group && !y->net_group) ?
+	      c->same_group_gb_per_s : c->cross_group_gb_per_s;
+	if (isfinite(grp))
+		bw = fmin(bw, grp);
+	if (!isfinite(bw)) {
+		*guess = true;
+		return 25;
+	}
+	return bw;
+}
+
+static void test_network_oracle(void **state)
+{
+	static const char *const groups[] = { NULL, "a", "b", "c" };
+	static const double nics[] = { NAN, INFINITY, 12.5, 25, 50, 50, 100 };
+	static const double figs[] = { NAN, INFINITY, 10, 30, 200 };
+	(void)state;
+	tt_seq.s = 0x6e37b0c1ull;
+	for (int iter = 0; iter < 3000; iter++) {
+		int n = tt_int(2, 9), ng = tt_int(1, 4);
+		tm_cluster *c = tt_cluster(n, 1, 0);
+		tm_profile *p = tt_profile(c, true);
+		tm_job *j = tt_job(n, 1, 1, 1, 1, true, true);
+		tm_policy *pol = policy(TM_METHOD_GREEDY);
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		double lo = INFINITY, hi = -INFINITY, l2, h2;
+		bool guess = false, noted = false;
+		c->same_group_gb_per_s = figs[tt_int(0, 4)];
+		c->cross_group_gb_per_s = figs[tt_int(0, 4)];
+		for (int h = 0; h < n; h++) {
+			const char *g = groups[tt_int(0, ng - 1)];
+			c->nodes[h].net_group = g ? xstrdup(g) : NULL;
+			c->nodes[h].net_gb_per_s = nics[tt_int(0, 6)];
+		}
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		for (int a = 0; a < n; a++)
+			for (int b = 0; b < n; b++) {
+				double want;
+				if (a == b)
+					continue;
+				want = net_brute(c, a, b, &guess);
+				assert_true(tm_net_bw(pb, a, b) == want);
+				assert_true(tm_bw(pb, a, b) == want);
+				lo = fmin(lo, want);
+				hi = fmax(hi, want);
+			}
+		assert_true(tm_net_range(pb, &l2, &h2));
+		if (l2 != lo || h2 != hi)
+			fail_msg("iteration %d: range [%g, %g], pairs give [%g, %g]",
+			         iter, l2, h2, lo, hi);
+		for (int k = 0; k < pb->nnotes; k++)
+			noted = noted || strstr(pb->notes[k], "no network bandwidth");
+		assert_int_equal(noted, guess);
+		tt_free(pb, pol, j, p, c);
+	}
+}
+
 static void test_pci_normalise(void **state)
 {
 	static const char *const cases[][2] = {
@@ -475,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_too_few_hosts),
 		cmocka_unit_test(test_memory_fit),
 		cmocka_unit_test(test_network_note),
+		cmocka_unit_test(test_network_oracle),
 		cmocka_unit_test(test_pci_normalise),
 		cmocka_unit_test(test_default_policy_is_file),
 	};

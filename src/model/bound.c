@@ -103,19 +103,16 @@ static double stage_temp(const tm_problem *pb, int s, int g, const void *ctx)
  * (same), or of two different usable hosts. */
 static double best_hop_ms(const tm_problem *pb, double act_mib, bool same)
 {
-	double bw = 0;
-	for (int u = 0; u < pb->nusable; u++) {
-		int h = pb->usable[u];
-		if (same) {
-			const tm_node *n = &pb->c->nodes[h];
+	double bw = 0, lo;
+	if (!same) {
+		if (!tm_net_range(pb, &lo, &bw))
+			bw = 0;
+	} else {
+		for (int u = 0; u < pb->nusable; u++) {
+			const tm_node *n = &pb->c->nodes[pb->usable[u]];
 			for (int i = 0; i < n->ngpus * n->ngpus; i++)
 				if (i / n->ngpus != i % n->ngpus && n->bw[i] > bw)
 					bw = n->bw[i];
-		} else {
-			for (int w = 0; w < pb->nusable; w++)
-				if (w != u && pb->net_bw[h * pb->nhost +
-				                         pb->usable[w]] > bw)
-					bw = pb->net_bw[h * pb->nhost + pb->usable[w]];
 		}
 	}
 	return bw > 0 ? 2.0 * act_mib * 1048576.0 / (bw * 1e6) : 0;

@@ -41,7 +41,8 @@ void tm_problem_free(tm_problem *pb)
 	free(pb->derate_sd);
 	free(pb->mem_gib);
 	free(pb->prof);
-	free(pb->net_bw);
+	free(pb->nic);
+	free(pb->grp);
 	free(pb->coord);
 	free(pb->rank_stage);
 	free(pb->rank_rep);
@@ -68,7 +69,7 @@ double tm_bw(const tm_problem *pb, int g, int h)
 		const tm_node *n = &pb->c->nodes[a];
 		return n->bw[pb->gpu_pos[g] * n->ngpus + pb->gpu_pos[h]];
 	}
-	return pb->net_bw[a * pb->nhost + b];
+	return tm_net_bw(pb, a, b);
 }
 
 bool tm_nvlink(const tm_problem *pb, int g, int h)
@@ -490,35 +491,187 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 
 /* ---- cluster and ranks -------------------------------------------------- */
 
+/* ---- the network between hosts ------------------------------------------
+ * Not a host × host matrix: a host's NIC (unknown as unlimited) and its
+ * net_group give the bandwidth of any pair (tm_net_bw), and a summary per
+ * group gives the extremes over every pair (tm_net_range), both in time
+ * linear in the hosts. */
+
+/* Host indices by net_group name, hosts without one first. */
+static int cmp_group(const void *x, const void *y, void *ctx)
+{
+	const tm_cluster *c = ctx;
+	const char *a = c->nodes[*(const int *)x].net_group;
+	const char *b = c->nodes[*(const int *)y].net_group;
+	if (!a || !b)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
 static void network(tm_problem *pb)
 {
 	const tm_cluster *c = pb->c;
+	int *o = xmalloc(sizeof(int) * (size_t)pb->nhost), *ninf;
+	double same = c->same_group_gb_per_s, cross = c->cross_group_gb_per_s;
 	bool guessed = false;
-	pb->net_bw = xmalloc(sizeof(double) * (size_t)pb->nhost * pb->nhost);
-	for (int a = 0; a < pb->nhost; a++)
-		for (int b = 0; b < pb->nhost; b++) {
-			const tm_node *x = &c->nodes[a], *y = &c->nodes[b];
-			double bw = INFINITY, grp;
-			bool same = x->net_group && y->net_group &&
-			            !strcmp(x->net_group, y->net_group);
-			if (isfinite(x->net_gb_per_s))
-				bw = fmin(bw, x->net_gb_per_s);
-			if (isfinite(y->net_gb_per_s))
-				bw = fmin(bw, y->net_gb_per_s);
-			grp = same || (!x->net_group && !y->net_group) ?
-			      c->same_group_gb_per_s : c->cross_group_gb_per_s;
-			if (isfinite(grp))
-				bw = fmin(bw, grp);
-			if (!isfinite(bw)) {
-				bw = DEFAULT_NET_GBPS;
-				guessed = guessed || a != b;
-			}
-			pb->net_bw[a * pb->nhost + b] = bw;
-		}
+	int groups_inf = 0;
+
+	pb->nic = xmalloc(sizeof(double) * (size_t)pb->nhost);
+	pb->grp = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	for (int h = 0; h < pb->nhost; h++) {
+		double x = c->nodes[h].net_gb_per_s;
+		pb->nic[h] = isfinite(x) ? x : INFINITY;
+		o[h] = h;
+	}
+	/* group ids: 0 for hosts without a net_group, then one per name */
+	tm_sort(o, (size_t)pb->nhost, sizeof(int), cmp_group, (void *)c);
+	pb->ngrp = 1;
+	for (int i = 0; i < pb->nhost; i++) {
+		const char *g = c->nodes[o[i]].net_group;
+		if (g && (i == 0 || cmp_group(&o[i - 1], &o[i], (void *)c)))
+			pb->ngrp++;
+		pb->grp[o[i]] = g ? pb->ngrp - 1 : 0;
+	}
+	free(o);
+	/* a pair of hosts with no figure at all gets the default */
+	ninf = xcalloc((size_t)pb->ngrp, sizeof(int));
+	for (int h = 0; h < pb->nhost; h++)
+		if (isinf(pb->nic[h]) && ninf[pb->grp[h]]++ == 0)
+			groups_inf++;
+	for (int g = 0; g < pb->ngrp; g++)
+		if (!isfinite(same) && ninf[g] >= 2)
+			guessed = true;
+	if (!isfinite(cross) && groups_inf >= 2)
+		guessed = true;
+	free(ninf);
 	if (guessed && pb->nnodes > 1)
 		tm_problem_note(pb, "the cluster gives no network bandwidth; "
 		                "transfers between hosts assume %g GB/s",
 		                DEFAULT_NET_GBPS);
+}
+
+/* The bandwidth over a link of nic GB/s (unlimited: unknown) within group
+ * bandwidth grp (NAN or infinite: unknown). */
+static double net_of(double nic, double grp)
+{
+	double bw = isfinite(grp) ? fmin(nic, grp) : nic;
+	return isfinite(bw) ? bw : DEFAULT_NET_GBPS;
+}
+
+double tm_net_bw(const tm_problem *pb, int a, int b)
+{
+	const tm_cluster *c = pb->c;
+	return net_of(fmin(pb->nic[a], pb->nic[b]),
+	              pb->grp[a] == pb->grp[b] ? c->same_group_gb_per_s :
+	                                         c->cross_group_gb_per_s);
+}
+
+/* What a set of partner hosts holds: the two largest and the two smallest
+ * finite NICs (with their hosts, -1 when fewer) and how many are unknown. */
+typedef struct nicset {
+	double hi[2], lo[2];
+	int hi_h[2], lo_h[2];
+	int ninf;
+} nicset;
+
+static void nicset_init(nicset *s)
+{
+	s->hi[0] = s->hi[1] = -INFINITY;
+	s->lo[0] = s->lo[1] = INFINITY;
+	s->hi_h[0] = s->hi_h[1] = s->lo_h[0] = s->lo_h[1] = -1;
+	s->ninf = 0;
+}
+
+static void nicset_add(nicset *s, double x, int h)
+{
+	if (isinf(x)) {
+		s->ninf++;
+		return;
+	}
+	if (x > s->hi[0]) {
+		s->hi[1] = s->hi[0], s->hi_h[1] = s->hi_h[0];
+		s->hi[0] = x, s->hi_h[0] = h;
+	} else if (x > s->hi[1]) {
+		s->hi[1] = x, s->hi_h[1] = h;
+	}
+	if (x < s->lo[0]) {
+		s->lo[1] = s->lo[0], s->lo_h[1] = s->lo_h[0];
+		s->lo[0] = x, s->lo_h[0] = h;
+	} else if (x < s->lo[1]) {
+		s->lo[1] = x, s->lo_h[1] = h;
+	}
+}
+
+/* Widens [*lo, *hi] by the bandwidths from a host of NIC x to the hosts
+ * of s other than host a, at group bandwidth grp. Over finite partners the
+ * bandwidth grows with the partner's NIC, so the extremes are at the
+ * largest and the smallest; unknown partners all give one figure. */
+static void nicset_range(const nicset *s, int a, double x, double grp,
+                         int ninf_a, double *lo, double *hi)
+{
+	double big = s->hi_h[0] == a ? s->hi[1] : s->hi[0];
+	double small = s->lo_h[0] == a ? s->lo[1] : s->lo[0];
+	if (isfinite(big)) {
+		*hi = fmax(*hi, net_of(fmin(x, big), grp));
+		*lo = fmin(*lo, net_of(fmin(x, small), grp));
+	}
+	if (s->ninf - ninf_a > 0) {
+		*hi = fmax(*hi, net_of(x, grp));
+		*lo = fmin(*lo, net_of(x, grp));
+	}
+}
+
+bool tm_net_range(const tm_problem *pb, double *lo, double *hi)
+{
+	const tm_cluster *c = pb->c;
+	nicset *g = xmalloc(sizeof(nicset) * (size_t)pb->ngrp), all;
+	nicset top;     /* the groups' best: hi of the two best groups */
+	int hig[2] = { -1, -1 }, log_[2] = { -1, -1 };
+
+	*lo = INFINITY;
+	*hi = -INFINITY;
+	for (int k = 0; k < pb->ngrp; k++)
+		nicset_init(&g[k]);
+	nicset_init(&all);
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u];
+		nicset_add(&g[pb->grp[h]], pb->nic[h], h);
+		nicset_add(&all, pb->nic[h], h);
+	}
+	/* the two groups with the largest and the two with the smallest
+	 * finite NIC, for the partners outside a host's own group */
+	for (int k = 0; k < pb->ngrp; k++) {
+		if (!isfinite(g[k].hi[0]))
+			continue;
+		if (hig[0] < 0 || g[k].hi[0] > g[hig[0]].hi[0])
+			hig[1] = hig[0], hig[0] = k;
+		else if (hig[1] < 0 || g[k].hi[0] > g[hig[1]].hi[0])
+			hig[1] = k;
+		if (log_[0] < 0 || g[k].lo[0] < g[log_[0]].lo[0])
+			log_[1] = log_[0], log_[0] = k;
+		else if (log_[1] < 0 || g[k].lo[0] < g[log_[1]].lo[0])
+			log_[1] = k;
+	}
+	for (int u = 0; u < pb->nusable; u++) {
+		int h = pb->usable[u], k = pb->grp[h];
+		int ha = hig[0] == k ? hig[1] : hig[0];
+		int la = log_[0] == k ? log_[1] : log_[0];
+		double x = pb->nic[h];
+		/* in its own group */
+		nicset_range(&g[k], h, x, c->same_group_gb_per_s, isinf(x),
+		             lo, hi);
+		/* outside it: the best and worst finite NICs of the other
+		 * groups, and the unknown ones */
+		nicset_init(&top);
+		if (ha >= 0)
+			nicset_add(&top, g[ha].hi[0], -1);
+		if (la >= 0)
+			nicset_add(&top, g[la].lo[0], -1);
+		top.ninf = all.ninf - g[k].ninf;
+		nicset_range(&top, h, x, c->cross_group_gb_per_s, 0, lo, hi);
+	}
+	free(g);
+	return *lo <= *hi;
 }
 
 static void ranks(tm_problem *pb)

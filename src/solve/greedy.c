@@ -397,7 +397,7 @@ static bool groups_differ(const tm_problem *pb)
 	inside = fmin(nic(pb, a), nic(pb, b));
 	if (isfinite(c->same_group_gb_per_s))
 		inside = fmin(inside, c->same_group_gb_per_s);
-	return isfinite(inside) && pb->net_bw[a * pb->nhost + b] < inside;
+	return isfinite(inside) && tm_net_bw(pb, a, b) < inside;
 }
 
 /* Does any transfer run between node ranks: a pipeline hop, or an edge of

@@ -267,19 +267,8 @@ bool tm_host_decomposable(const tm_problem *pb)
  * costs the same wherever it runs. */
 static bool net_uniform(const tm_problem *pb)
 {
-	double net = NAN;
-	for (int u = 0; u < pb->nusable; u++)
-		for (int w = 0; w < pb->nusable; w++) {
-			double b = pb->net_bw[pb->usable[u] * pb->nhost +
-			                      pb->usable[w]];
-			if (w == u)
-				continue;
-			if (isnan(net))
-				net = b;
-			if (b != net)
-				return false;
-		}
-	return true;
+	double lo, hi;
+	return !tm_net_range(pb, &lo, &hi) || lo == hi;
 }
 
 /* ---- the decomposition's tables ------------------------------------------ */
