@@ -118,21 +118,10 @@ static double best_hop_ms(const tm_problem *pb, double act_mib, bool same)
 	return bw > 0 ? 2.0 * act_mib * 1048576.0 / (bw * 1e6) : 0;
 }
 
-/* Are all members of every stage instance ranks of one node? Then an
- * instance's GPUs are on one host, and its time is set by the slowest of
- * them: a host offers instance "slots" whose best derate is that of its
- * nmember-th, 2·nmember-th, ... fastest GPU. */
-static bool instances_in_nodes(const tm_problem *pb)
-{
-	for (int i = 0; i < pb->nrep * pb->npp; i++) {
-		const int *m = &pb->inst_rank[i * pb->nmember];
-		for (int q = 1; q < pb->nmember; q++)
-			if (m[q] / pb->nproc != m[0] / pb->nproc)
-				return false;
-	}
-	return true;
-}
-
+/* When all members of every stage instance are ranks of one node
+ * (pb->inst_in_node), an instance's GPUs are on one host, and its time is
+ * set by the slowest of them: a host offers instance "slots" whose best
+ * derate is that of its nmember-th, 2·nmember-th, ... fastest GPU. */
 int tm_host_slots(const tm_problem *pb, int h, int size, double *out)
 {
 	int first = pb->host_first[h], ng = pb->c->nodes[h].ngpus, n;
@@ -258,7 +247,7 @@ double tm_time_lower_bound(const tm_problem *pb)
 		return 0;
 	}
 	bneck = nested_bound(pb, gpus, ng, stage_time, pb->derate);
-	if (pb->nmember > 1 && instances_in_nodes(pb)) {
+	if (pb->nmember > 1 && pb->inst_in_node) {
 		int *sg = xmalloc(sizeof(int) * (size_t)ng);
 		double *slot = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 		int ns = instance_slots(pb, pb->nmember, sg, slot);
@@ -304,5 +293,5 @@ double tm_peak_lower_bound(const tm_problem *pb, double t_ref)
 
 bool tm_instances_in_nodes(const tm_problem *pb)
 {
-	return instances_in_nodes(pb);
+	return pb->inst_in_node;
 }

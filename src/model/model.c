@@ -36,6 +36,11 @@ double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
 	const int *a = &pb->inst_rank[(rep * pb->npp + hop->from) * pb->nmember];
 	const int *b = &pb->inst_rank[(rep * pb->npp + hop->to) * pb->nmember];
 	double c = 0;
+	/* two instances on two hosts: every member pair crosses the same
+	 * network, so one pair gives the time */
+	if (pb->inst_in_node &&
+	    pb->gpu_host[flat[a[0]]] != pb->gpu_host[flat[b[0]]])
+		return tm_hop_ms(pb, hop->act_mib, flat[a[0]], flat[b[0]]);
 	for (int k = 0; k < pb->nmember; k++) {
 		double x = tm_hop_ms(pb, hop->act_mib, flat[a[k]], flat[b[k]]);
 		if (x > c)

@@ -59,6 +59,7 @@ struct tm_problem {
 	int nrep;             /* data-parallel replicas (dp) */
 	int npp;              /* pipeline ranks */
 	int *inst_rank;       /* (rep*npp + stage)*nmember + member → rank */
+	bool inst_in_node;    /* every instance's ranks in one node rank */
 	double *work;         /* pipeline rank → fwd+bwd ms per microbatch */
 	double *fwd, *bwd;    /* pipeline rank → fwd / bwd ms per microbatch */
 	int nhops;            /* activation hops per microbatch */

@@ -554,16 +554,17 @@ static void network(tm_problem *pb)
  * bandwidth grp (NAN or infinite: unknown). */
 static double net_of(double nic, double grp)
 {
-	double bw = isfinite(grp) ? fmin(nic, grp) : nic;
+	double bw = isfinite(grp) && grp < nic ? grp : nic;
 	return isfinite(bw) ? bw : DEFAULT_NET_GBPS;
 }
 
+/* (NICs are never NAN: unknown ones are INFINITY) */
 double tm_net_bw(const tm_problem *pb, int a, int b)
 {
 	const tm_cluster *c = pb->c;
-	return net_of(fmin(pb->nic[a], pb->nic[b]),
-	              pb->grp[a] == pb->grp[b] ? c->same_group_gb_per_s :
-	                                         c->cross_group_gb_per_s);
+	double x = pb->nic[a], y = pb->nic[b];
+	return net_of(x < y ? x : y, pb->grp[a] == pb->grp[b] ?
+	              c->same_group_gb_per_s : c->cross_group_gb_per_s);
 }
 
 /* What a set of partner hosts holds: the two largest and the two smallest
@@ -694,6 +695,14 @@ static void ranks(tm_problem *pb)
 		pb->rank_member[r] = c[TM_TP] + tp * c[TM_CP];
 		pb->inst_rank[(c[TM_DP] * pb->npp + c[TM_PP]) * pb->nmember +
 		              pb->rank_member[r]] = r;
+	}
+	/* is every stage instance inside one node rank (so on one host)? */
+	pb->inst_in_node = true;
+	for (int i = 0; i < pb->nrep * pb->npp && pb->inst_in_node; i++) {
+		const int *m = &pb->inst_rank[i * pb->nmember];
+		for (int q = 1; q < pb->nmember; q++)
+			if (m[q] / pb->nproc != m[0] / pb->nproc)
+				pb->inst_in_node = false;
 	}
 	pb->work = xcalloc((size_t)pb->npp, sizeof(double));
 	pb->fwd = xcalloc((size_t)pb->npp, sizeof(double));
