@@ -317,8 +317,12 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 				bool ar_ok = true;
 				swap_nodes(pb, flat, n1, n2);
 				k = node_reps(pb, n1, n2, reps);
-				for (int q = 0; q < k; q++)
+				/* one replica no faster than best settles it */
+				for (int q = 0; q < k; q++) {
 					hi = fmax(hi, tm_rep_ms(pb, flat, reps[q]));
+					if (hi >= best - 1e-9 * (1 + tmax))
+						break;
+				}
 				/* the gradient all-reduce must not grow (it moves
 				 * only when the network has groups) */
 				if (ar > 0 && hi < best - 1e-9 * (1 + tmax))
