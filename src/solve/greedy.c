@@ -269,6 +269,65 @@ static int node_reps(const tm_problem *pb, int n1, int n2, int *reps)
 	return k;
 }
 
+/* Replica d's time (tm_rep_ms) after its instance of stage s moves to
+ * the GPUs of node rank n2, when every node rank is one stage instance
+ * on its own host: the other stages as they are (from the cache R: their
+ * times, sum and two largest), the stage at n2's slowest derate, and the
+ * hops that touch s between n2's host and their other ends. The same
+ * terms as tm_rep_ms added in another order; NAN when a hop of s stays
+ * on one host (the cache cannot tell). */
+typedef struct repcut {
+	double *inst, *hop;   /* per stage, per hop, of the replica */
+	double sum, comm;     /* their sums */
+	double top[2];        /* the two largest stage times */
+	int top_s;            /* the stage of top[0] */
+	int d;                /* the replica */
+} repcut;
+
+static void repcut_fill(const tm_problem *pb, const int *flat, int d,
+                        repcut *R)
+{
+	R->d = d;
+	R->sum = R->comm = 0;
+	R->top[0] = R->top[1] = -INFINITY;
+	R->top_s = -1;
+	for (int s = 0; s < pb->npp; s++) {
+		double x = R->inst[s] = tm_inst_ms(pb, flat, d, s);
+		R->sum += x;
+		if (x > R->top[0]) {
+			R->top[1] = R->top[0];
+			R->top[0] = x;
+			R->top_s = s;
+		} else if (x > R->top[1]) {
+			R->top[1] = x;
+		}
+	}
+	for (int k = 0; k < pb->nhops; k++)
+		R->comm += R->hop[k] = tm_hop_inst_ms(pb, flat, d, &pb->hops[k]);
+}
+
+static double repcut_time(const tm_problem *pb, const int *flat,
+                          const repcut *R, int s, int n2, double dnew)
+{
+	double v = pb->job->vpp, m = pb->job->microbatches;
+	double x = pb->work[s] * dnew, comm = R->comm;
+	double mx = R->top_s == s ? R->top[1] : R->top[0];
+	int g2 = flat[n2 * pb->nproc];
+	for (int k = 0; k < pb->nhops; k++) {
+		const tm_hop *h = &pb->hops[k];
+		int o, g;
+		if (h->from != s && h->to != s)
+			continue;
+		o = h->from == s ? h->to : h->from;
+		g = flat[pb->inst_rank[(R->d * pb->npp + o) * pb->nmember]];
+		if (o == s || pb->gpu_host[g] == pb->gpu_host[g2])
+			return NAN;
+		comm += tm_hop_ms(pb, h->act_mib, g2, g) - R->hop[k];
+	}
+	return (R->sum - R->inst[s] + x) / v + comm +
+	       (m - 1.0 / v) * fmax(mx, x);
+}
+
 static void balance_replicas(const tm_problem *pb, int *flat)
 {
 	int nn = pb->nnodes, *kind = xmalloc(sizeof(int) * (size_t)nn);
@@ -277,7 +336,23 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
 	double ar = tm_allreduce_ms(pb, flat);
 	unsigned char *mine = xmalloc((size_t)nn);
+	/* node ranks that are one stage instance each: an exchange is first
+	 * timed from the cache (repcut_time, with nd the slowest derate of
+	 * each node's GPUs), and evaluated only when it may shorten the
+	 * slowest replica */
+	bool cut = pb->inst_in_node && pb->nproc == pb->nmember;
+	double *nd = cut ? xmalloc(sizeof(double) * (size_t)nn) : NULL;
+	repcut R = { 0 };
 
+	if (cut) {
+		R.inst = xmalloc(sizeof(double) * (size_t)pb->npp);
+		R.hop = xmalloc(sizeof(double) * (size_t)(pb->nhops + 1));
+		for (int n = 0; n < nn; n++) {
+			nd[n] = 0;
+			for (int i = 0; i < pb->nproc; i++)
+				nd[n] = fmax(nd[n], pb->derate[flat[n * pb->nproc + i]]);
+		}
+	}
 	/* kinds: the first node rank of the same kind; compared only with
 	 * the first of each kind found so far (a few: one per pipeline
 	 * rank, typically) */
@@ -306,6 +381,8 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 		for (int i = 0; i < pb->npp * pb->nmember; i++)
 			mine[pb->inst_rank[worst * pb->npp * pb->nmember + i] /
 			     pb->nproc] = 1;
+		if (cut)
+			repcut_fill(pb, flat, worst, &R);
 		for (int n1 = 0; n1 < nn; n1++) {
 			if (!mine[n1])
 				continue;
@@ -313,6 +390,14 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 				int k;
 				double hi = 0;
 				if (n2 == n1 || kind[n2] != kind[n1])
+					continue;
+				/* the slowest replica's time after the exchange,
+				 * from the cache: no shorter than best (with room
+				 * for rounding far below the tolerance), no need
+				 * to evaluate it */
+				if (cut && repcut_time(pb, flat, &R, pb->rank_stage[
+				    n1 * pb->nproc], n2, nd[n2]) >= best -
+				    0.5e-9 * (1 + tmax))
 					continue;
 				bool ar_ok = true;
 				swap_nodes(pb, flat, n1, n2);
@@ -340,6 +425,11 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 		if (b1 < 0)
 			break;
 		swap_nodes(pb, flat, b1, b2);
+		if (cut) {
+			double t = nd[b1];
+			nd[b1] = nd[b2];
+			nd[b2] = t;
+		}
 		for (int q = 0, k = node_reps(pb, b1, b2, reps); q < k; q++)
 			td[reps[q]] = tm_rep_ms(pb, flat, reps[q]);
 		if (ar > 0)
@@ -350,6 +440,9 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	free(reps);
 	free(td);
 	free(mine);
+	free(nd);
+	free(R.inst);
+	free(R.hop);
 }
 
 /* ---- network groups in the greedy host order ----------------------------
