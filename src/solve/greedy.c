@@ -332,6 +332,9 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 {
 	int nn = pb->nnodes, *kind = xmalloc(sizeof(int) * (size_t)nn);
 	int *first = xmalloc(sizeof(int) * (size_t)nn), nfirst = 0;
+	int *kfrom = xmalloc(sizeof(int) * (size_t)nn);
+	int *kcount = xcalloc((size_t)nn, sizeof(int));
+	int *members = xmalloc(sizeof(int) * (size_t)nn);
 	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
 	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
 	double ar = tm_allreduce_ms(pb, flat);
@@ -366,6 +369,18 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 		if (kind[n] == n)
 			first[nfirst++] = n;
 	}
+	/* the node ranks of each kind in increasing order: members[kfrom[n]
+	 * .. kfrom[n] + kcount[n]) for the kind's first node rank n */
+	for (int n = 0; n < nn; n++)
+		kcount[kind[n]]++;
+	for (int n = 0, at = 0; n < nn; n++)
+		if (kind[n] == n) {
+			kfrom[n] = at;
+			at += kcount[n];
+			kcount[n] = 0;
+		}
+	for (int n = 0; n < nn; n++)
+		members[kfrom[kind[n]] + kcount[kind[n]]++] = n;
 	for (int d = 0; d < pb->nrep; d++)
 		td[d] = tm_rep_ms(pb, flat, d);
 	/* each exchange shortens the slowest replica or a tie of it; the cap
@@ -386,10 +401,11 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 		for (int n1 = 0; n1 < nn; n1++) {
 			if (!mine[n1])
 				continue;
-			for (int n2 = 0; n2 < nn; n2++) {
-				int k;
+			const int *mem = &members[kfrom[kind[n1]]];
+			for (int i2 = 0; i2 < kcount[kind[n1]]; i2++) {
+				int k, n2 = mem[i2];
 				double hi = 0;
-				if (n2 == n1 || kind[n2] != kind[n1])
+				if (n2 == n1)
 					continue;
 				/* the slowest replica's time after the exchange,
 				 * from the cache: no shorter than best (with room
@@ -437,6 +453,9 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	}
 	free(kind);
 	free(first);
+	free(kfrom);
+	free(kcount);
+	free(members);
 	free(reps);
 	free(td);
 	free(mine);
