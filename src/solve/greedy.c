@@ -475,8 +475,7 @@ static void balance_replicas(const tm_problem *pb, int *flat)
  * network's bandwidths, in one group of their own. */
 static bool same_group(const tm_problem *pb, int a, int b)
 {
-	const char *x = pb->c->nodes[a].net_group, *y = pb->c->nodes[b].net_group;
-	return x && y ? !strcmp(x, y) : !x && !y;
+	return pb->grp[a] == pb->grp[b];
 }
 
 /* A host's NIC bandwidth, unknown as unlimited. */
@@ -553,29 +552,36 @@ static bool traffic_between_nodes(const tm_problem *pb)
 static bool group_hosts(const tm_problem *pb, int *hosts)
 {
 	int n = pb->nusable, k = 0;
-	int *out;
-	unsigned char *done;
+	int *out, *at, *order, *cnt;
 	bool moved;
 
 	if (n < 2 || !groups_differ(pb) || !traffic_between_nodes(pb))
 		return false;
+	/* hosts is sorted best first: the first host of a group not yet
+	 * taken is the best of the next group; take its group, in order (a
+	 * counting sort on the groups in order of first appearance) */
 	out = xmalloc(sizeof(int) * (size_t)n);
-	done = xcalloc((size_t)n, 1);
-	/* hosts is sorted best first: the first host not yet taken is the
-	 * best of the next group; take its group, in order */
+	at = xmalloc(sizeof(int) * (size_t)pb->ngrp);
+	order = xmalloc(sizeof(int) * (size_t)pb->ngrp);
+	cnt = xcalloc((size_t)pb->ngrp, sizeof(int));
 	for (int u = 0; u < n; u++) {
-		if (done[u])
-			continue;
-		for (int w = u; w < n; w++)
-			if (!done[w] && same_group(pb, hosts[u], hosts[w])) {
-				done[w] = 1;
-				out[k++] = hosts[w];
-			}
+		int g = pb->grp[hosts[u]];
+		if (cnt[g]++ == 0)
+			order[k++] = g;
 	}
+	/* at[g]: where group g's next host goes */
+	for (int i = 0, pos = 0; i < k; i++) {
+		at[order[i]] = pos;
+		pos += cnt[order[i]];
+	}
+	for (int u = 0; u < n; u++)
+		out[at[pb->grp[hosts[u]]]++] = hosts[u];
+	free(at);
+	free(order);
+	free(cnt);
 	moved = memcmp(hosts, out, sizeof(int) * (size_t)n) != 0;
 	memcpy(hosts, out, sizeof(int) * (size_t)n);
 	free(out);
-	free(done);
 	return moved;
 }
 
