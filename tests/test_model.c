@@ -334,6 +334,40 @@ static void test_greedy_not_worse(void **state)
 	}
 }
 
+/* The policy's time limit ends replica balancing with the best so far:
+ * a deadline already past stops it (and says so), the placement is still
+ * a valid one, and the search without a deadline ends no slower. */
+static void test_greedy_deadline(void **state)
+{
+	(void)state;
+	tt_seq.s = 0xdead11e5ull;
+	for (int it = 0; it < 30; it++) {
+		tm_cluster *c = tt_cluster(8, 2, 3);
+		tm_profile *p = tt_profile(c, false);
+		tm_job *j = tt_job(16, 2, 1, 2, 1, true, false);
+		tm_policy *pol = policy(TM_METHOD_GREEDY);
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_eval a, b;
+		int *cut = xmalloc(sizeof(int) * 16);
+		int *full = xmalloc(sizeof(int) * 16);
+		bool stopped = false;
+		char why[256];
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_solve_greedy(pb, 1, cut, &stopped), 0);
+		assert_true(stopped);
+		assert_true(tm_constraints_ok(pb, cut, tm_eval_flat(pb, cut, 0, &a),
+		                              why, sizeof why));
+		assert_int_equal(tm_solve_greedy(pb, 0, full, &stopped), 0);
+		assert_false(stopped);
+		tm_eval_flat(pb, full, 0, &b);
+		assert_true(b.iteration_ms <= a.iteration_ms + 1e-9);
+		free(cut);
+		free(full);
+		tt_free(pb, pol, j, p, c);
+	}
+}
+
 static void test_infeasible_tp_nvlink(void **state)
 {
 	tm_cluster *c = tt_cluster(1, 4, 2);
@@ -543,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_sorted_pairing),
 		cmocka_unit_test(test_permutation_invariance),
 		cmocka_unit_test(test_greedy_not_worse),
+		cmocka_unit_test(test_greedy_deadline),
 		cmocka_unit_test(test_infeasible_tp_nvlink),
 		cmocka_unit_test(test_too_few_hosts),
 		cmocka_unit_test(test_memory_fit),

@@ -424,6 +424,8 @@ typedef struct tm_solution {
 	tm_eval baseline;    /* the identity placement, same model */
 	bool baseline_ok;    /* identity is possible on this cluster */
 	tm_ruling rule;      /* the evidence rule's verdict (tm_decide) */
+	bool stopped;        /* time_limit_s ended a heuristic's search: the
+	                        placement is the best found by then */
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);

@@ -170,7 +170,11 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.*f %%",
 		        sol->objective, sol->bound,
 		        sol->gap > 0 && sol->gap < 1e-4 ? 4 : 2, sol->gap * 100);
-	sb_addf(&b, ", %.0f ms\n", sol->time_ms);
+	sb_addf(&b, ", %.0f ms", sol->time_ms);
+	if (sol->stopped)
+		sb_addf(&b, ", stopped at time_limit_s %g with the best found",
+		        pb->pol->time_limit_s);
+	sb_add(&b, "\n");
 	sb_addf(&b, "iteration %.2f ms (", e->iteration_ms);
 	if (tm_allreduce_ms(pb, flat) > 0)
 		sb_addf(&b, "all-reduce %.2f ms; ", tm_allreduce_ms(pb, flat));

@@ -328,7 +328,8 @@ static double repcut_time(const tm_problem *pb, const int *flat,
 	       (m - 1.0 / v) * fmax(mx, x);
 }
 
-static void balance_replicas(const tm_problem *pb, int *flat)
+static bool balance_replicas(const tm_problem *pb, double deadline_ms,
+                             int *flat)
 {
 	int nn = pb->nnodes, *kind = xmalloc(sizeof(int) * (size_t)nn);
 	int *first = xmalloc(sizeof(int) * (size_t)nn), nfirst = 0;
@@ -346,6 +347,7 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	bool cut = pb->inst_in_node && pb->nproc == pb->nmember;
 	double *nd = cut ? xmalloc(sizeof(double) * (size_t)nn) : NULL;
 	repcut R = { 0 };
+	bool stopped = false;
 
 	if (cut) {
 		R.inst = xmalloc(sizeof(double) * (size_t)pb->npp);
@@ -388,6 +390,10 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	for (int iter = 0; iter < 4096; iter++) {
 		int worst = 0, b1 = -1, b2 = -1;
 		double best, tmax;
+		if (deadline_ms > 0 && tm_now_ms() > deadline_ms) {
+			stopped = true;
+			break;
+		}
 		for (int d = 1; d < pb->nrep; d++)
 			if (td[d] > td[worst])
 				worst = d;
@@ -462,6 +468,7 @@ static void balance_replicas(const tm_problem *pb, int *flat)
 	free(nd);
 	free(R.inst);
 	free(R.hop);
+	return stopped;
 }
 
 /* ---- network groups in the greedy host order ----------------------------
@@ -596,21 +603,24 @@ static bool place_nodes(const tm_problem *pb, const int *nodes,
 }
 
 /* After the host order: swaps inside hosts, then replica balancing. */
-static void greedy_finish(const tm_problem *pb, int *flat)
+static void greedy_finish(const tm_problem *pb, double deadline_ms,
+                          int *flat, bool *stopped)
 {
 	if (pb->nranks <= 1024)
 		local_search(pb, flat);
-	if (pb->crit[0] == TM_CRIT_TIME && pb->nrep > 1)
-		balance_replicas(pb, flat);
+	if (pb->crit[0] == TM_CRIT_TIME && pb->nrep > 1 &&
+	    balance_replicas(pb, deadline_ms, flat))
+		*stopped = true;
 }
 
 /* Completes alt (local search, replica balancing) and takes it into flat
  * when flat has no placement yet (ok false) or alt is better; returns
  * whether flat has one. */
-static bool finish_better(const tm_problem *pb, int *alt, int *flat, bool ok)
+static bool finish_better(const tm_problem *pb, double deadline_ms, int *alt,
+                          int *flat, bool ok, bool *stopped)
 {
 	tm_eval ea, eb;
-	greedy_finish(pb, alt);
+	greedy_finish(pb, deadline_ms, alt, stopped);
 	tm_eval_flat(pb, alt, 0, &ea);
 	if (ok)
 		tm_eval_flat(pb, flat, 0, &eb);
@@ -621,15 +631,19 @@ static bool finish_better(const tm_problem *pb, int *alt, int *flat, bool ok)
 	return ok;
 }
 
-int tm_solve_greedy(const tm_problem *pb, int *flat)
+int tm_solve_greedy(const tm_problem *pb, double deadline_ms, int *flat,
+                    bool *stopped)
 {
 	double *key = xmalloc(sizeof(double) * (size_t)pb->nranks);
 	int *nodes = xmalloc(sizeof(int) * (size_t)pb->nnodes);
 	int *hosts = xmalloc(sizeof(int) * (size_t)pb->nusable);
 	double *hkey = xcalloc((size_t)pb->nhost, sizeof(double));
 	double *hspeed = xcalloc((size_t)pb->nhost, sizeof(double));
-	bool ok = true;
+	bool ok = true, unused;
 
+	if (!stopped)
+		stopped = &unused;
+	*stopped = false;
 	/* heavier node ranks on hosts whose best GPUs are faster and cooler */
 	for (int n = 0; n < pb->nnodes; n++) {
 		key[n] = 0;
@@ -665,12 +679,13 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 		sort_desc(hosts, pb->nusable, hkey, NULL);
 	ok = place_nodes(pb, nodes, hosts, flat);
 	if (ok)
-		greedy_finish(pb, flat);
+		greedy_finish(pb, deadline_ms, flat, stopped);
 	/* with network groups: also group by group, and keep the better */
 	if (group_hosts(pb, hosts)) {
 		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
 		if (place_nodes(pb, nodes, hosts, alt))
-			ok = finish_better(pb, alt, flat, ok);
+			ok = finish_better(pb, deadline_ms, alt, flat, ok,
+			                   stopped);
 		free(alt);
 	}
 	/* torchrun's placement, improved by the same swaps, when it comes out
@@ -683,7 +698,8 @@ int tm_solve_greedy(const tm_problem *pb, int *flat)
 		tm_identity(pb, alt);
 		if (tm_constraints_ok(pb, alt, tm_eval_flat(pb, alt, 0, &ea), why,
 		                      sizeof why))
-			ok = finish_better(pb, alt, flat, ok);
+			ok = finish_better(pb, deadline_ms, alt, flat, ok,
+			                   stopped);
 		free(alt);
 	}
 	free(key);

@@ -106,6 +106,8 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	int *warm = NULL;
 	double t0 = tm_now_ms(), t_ref = 0;
+	/* the heuristics stop at the policy's limit with their best so far */
+	double deadline = t0 + pb->pol->time_limit_s * 1e3;
 	char why[512];
 	int rc = 0;
 
@@ -130,7 +132,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 			             "placement violates the policy: %s", why);
 		break;
 	case TM_METHOD_GREEDY:
-		if (tm_solve_greedy(pb, flat) ||
+		if (tm_solve_greedy(pb, deadline, flat, &sol->stopped) ||
 		    !tm_constraints_ok(pb, flat, tm_eval_flat(pb, flat, 0,
 		                       &sol->ev), why, sizeof why)) {
 			tm_identity(pb, flat);
@@ -148,7 +150,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		break;
 	default:
 		warm = xmalloc(sizeof(int) * (size_t)pb->nranks);
-		if (tm_solve_greedy(pb, warm) ||
+		if (tm_solve_greedy(pb, deadline, warm, &sol->stopped) ||
 		    !tm_constraints_ok(pb, warm, 0, why, sizeof why))
 			tm_identity(pb, warm);
 		weigh_hint(pb, warm);

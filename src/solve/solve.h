@@ -29,7 +29,8 @@ void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
  * placement), and coolest-first (the ranks of each node rank in
  * decreasing work on torchrun's host's GPUs in increasing full-load
  * temperature) */
-int tm_solve_greedy(const tm_problem *pb, int *flat);
+int tm_solve_greedy(const tm_problem *pb, double deadline_ms, int *flat,
+                    bool *stopped);
 void tm_solve_coolest(const tm_problem *pb, int *flat);
 
 /* brute.c: every placement; t_ref gets the best iteration time and
