@@ -426,6 +426,9 @@ typedef struct tm_solution {
 	tm_ruling rule;      /* the evidence rule's verdict (tm_decide) */
 	bool stopped;        /* time_limit_s ended a heuristic's search: the
 	                        placement is the best found by then */
+	double peak_bound;   /* greedy+bound with peak_temp among the
+	                        criteria: a proven lower bound on the peak
+	                        at the plan's iteration time; NAN otherwise */
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);

@@ -170,6 +170,9 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 		sb_addf(&b, ", objective %.3f, bound %.3f, gap %.*f %%",
 		        sol->objective, sol->bound,
 		        sol->gap > 0 && sol->gap < 1e-4 ? 4 : 2, sol->gap * 100);
+	if (!isnan(sol->peak_bound))
+		sb_addf(&b, "; peak %.1f °C, bound %.1f °C at that time",
+		        e->peak_temp_c, sol->peak_bound);
 	sb_addf(&b, ", %.0f ms", sol->time_ms);
 	if (sol->stopped)
 		sb_addf(&b, ", stopped at time_limit_s %g with the best found",

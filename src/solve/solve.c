@@ -99,6 +99,11 @@ static void bounded_heuristic(const tm_problem *pb, const int *flat,
 	           sol->objective : 0;
 	if (sol->gap < 1e-9)
 		sol->gap = 0;
+	/* the peak's own gap, which this path does not close */
+	for (int k = 0; k < pb->ncrit; k++)
+		if (pb->crit[k] == TM_CRIT_PEAK && k > 0)
+			sol->peak_bound = fmin(tm_peak_lower_bound(pb,
+			                       ev.iteration_ms), ev.peak_temp_c);
 }
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
@@ -112,6 +117,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	int rc = 0;
 
 	memset(sol, 0, sizeof *sol);
+	sol->peak_bound = NAN;
 	tm_identity(pb, flat);
 	tm_eval_flat(pb, flat, 0, &sol->baseline);
 	sol->baseline_ok = true;
