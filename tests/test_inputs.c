@@ -61,6 +61,17 @@ static const tcase cases[] = {
 	{ CLUSTER, C1 ",\"link_gb_per_s\":-3}]}", "FILE: nodes[0].link_gb_per_s: expected a bandwidth above 0 and at most 100000 GB/s" },
 	{ CLUSTER, C1 ",\"net_gb_per_s\":\"fast\"}]}", "FILE: nodes[0].net_gb_per_s: expected a number from 0.001 to 100000" },
 	{ CLUSTER, C1 "},{\"host\":\"a\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]]}]}", "FILE: nodes[1].host: \"a\" repeats nodes[0]" },
+	/* repeated hosts: the first node that repeats one, naming the first
+	 * node of that name; a node that fails its own checks first is
+	 * reported as such */
+#define N1(h) "{\"host\":\"" h "\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]]}"
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("b") "," N1("a") "," N1("c") "," N1("a") "," N1("b") "]}", "FILE: nodes[3].host: \"a\" repeats nodes[1]" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("b") "," N1("b") "," N1("a") "]}", "FILE: nodes[2].host: \"b\" repeats nodes[1]" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("a;b") "," N1("a") "]}", "FILE: nodes[1].host: \"a;b\" is not a usable host name; expected letters, digits, '.', '-' and '_'" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") ",{\"host\":7}," N1("a") "]}", "FILE: nodes[1].host: expected a string" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("b") ",{\"host\":\"a\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]],\"net_gb_per_s\":0}]}", "FILE: nodes[2].net_gb_per_s: 0 is out of range; expected a number from 0.001 to 100000" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("b") ",{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",7],[\"SYS\",\"X\"]]}]}", "FILE: nodes[2].links[0][1]: expected a link code string (X, NV#, PIX, PXB, PHB, NODE, SYS)" },
+#undef N1
 	/* profile */
 	{ PROFILE, "{\"format\":\"thermap.profile/1\"}", "FILE: gpus: missing; expected an array" },
 	{ PROFILE, P1 "{\"host\":\"a\"}]}", "FILE: gpus[0]: names no GPU; expected a uuid, a pci_bus_id or an index" },
@@ -288,6 +299,48 @@ static void test_join(void **state)
 	tm_cluster_free(c);
 }
 
+/* Hostile size: 20,000 hosts whose names share a 200-byte prefix, the
+ * last a repeat of the first. Comparing each host with every earlier one
+ * took 2·10⁸ comparisons of 200 bytes; a sort takes n log n. */
+static void test_many_hosts(void **state)
+{
+	enum { N = 20000, PREFIX = 200 };
+	size_t cap = (size_t)N * (PREFIX + 80) + 64, len = 0;
+	char *doc = xmalloc(cap), pre[PREFIX + 1];
+	tm_cluster *c = NULL;
+	tm_error e = { 0, "" };
+	(void)state;
+	memset(pre, 'h', PREFIX);
+	pre[PREFIX] = '\0';
+	len += (size_t)snprintf(doc + len, cap - len, "{\"format\":"
+	                        "\"thermap.cluster/1\",\"nodes\":[");
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(doc + len, cap - len, "%s{\"host\":\"%s%d\","
+		                        "\"gpus\":[{\"index\":0}],\"links\":"
+		                        "[[\"X\"]]}", i ? "," : "", pre,
+		                        i == N - 1 ? 0 : i);
+	len += (size_t)snprintf(doc + len, cap - len, "]}");
+	assert_true(len < cap);
+	assert_int_equal(tm_cluster_loadb("many", doc, len, &c, &e), TM_EINPUT);
+	assert_non_null(strstr(e.msg, "many: nodes[19999].host: \"hhhh"));
+	assert_non_null(strstr(e.msg, "0\" repeats nodes[0]"));
+	/* and without the repeat, all of them load */
+	{
+		/* the last host, ...h0, renamed ...hx: the name of no other */
+		char *last = doc, *q;
+		while ((q = strstr(last + 1, "{\"host\"")))
+			last = q;
+		q = strstr(last, "\",");
+		assert_int_equal(q[-1], '0');
+		q[-1] = 'x';
+	}
+	e.code = 0;
+	assert_int_equal(tm_cluster_loadb("many", doc, len, &c, &e), 0);
+	assert_int_equal(c->nnodes, N);
+	tm_cluster_free(c);
+	free(doc);
+}
+
 /* A cluster document with one host per entry of counts, every GPU pair
  * NV4, and a profile entry for every GPU. */
 static void mixed_docs(const char *cpath, const char *const *hosts,
@@ -442,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_field_warning),
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_mixed_gpu_counts),
+		cmocka_unit_test(test_many_hosts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
