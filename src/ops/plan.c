@@ -278,13 +278,27 @@ static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
 }
 
 /* "stages": per pipeline rank its layers, time, GPUs, temperature and
- * why (tm_why_stage), against the identity placement base. */
+ * why (tm_why_stage), against the identity placement base. The ranks of
+ * each stage, in rank order, are gathered once (by[at[s]] to
+ * by[at[s + 1] - 1]) rather than found by a pass over every rank for
+ * each stage. */
 static void write_stages(jw *w, const tm_problem *pb, const int *flat,
                          const int *base, double t)
 {
 	const tm_job *j = pb->job;
+	int *at = xcalloc((size_t)pb->npp + 1, sizeof *at);
+	int *next = xmalloc(sizeof *next * (size_t)pb->npp);
+	int *by = xmalloc(sizeof *by * (size_t)pb->nranks);
 	strbuf tmp;
 	sb_init(&tmp);
+	for (int r = 0; r < pb->nranks; r++)
+		at[pb->rank_stage[r] + 1]++;
+	for (int s = 0; s < pb->npp; s++) {
+		at[s + 1] += at[s];
+		next[s] = at[s];
+	}
+	for (int r = 0; r < pb->nranks; r++)
+		by[next[pb->rank_stage[r]]++] = r;
 	jw_arr(w, "stages", false);
 	for (int s = 0; s < pb->npp; s++) {
 		int layers = 0;
@@ -302,20 +316,19 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 			jw_null(w, "layers");
 		jw_num(w, "time_ms", time, 4);
 		jw_arr(w, "uuids", true);
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_stage[r] == s)
-				jw_str(w, NULL, gpu_of(pb, flat[r])->uuid);
+		for (int k = at[s]; k < at[s + 1]; k++)
+			jw_str(w, NULL, gpu_of(pb, flat[by[k]])->uuid);
 		jw_end_arr(w);
 		jw_arr(w, "gpus", true);
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_stage[r] == s) {
-				char buf[300];
-				snprintf(buf, sizeof buf, "%s:%d",
-				         pb->c->nodes[pb->gpu_host[flat[r]]].host,
-				         gpu_of(pb, flat[r])->index);
-				jw_str(w, NULL, buf);
-				temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
-			}
+		for (int k = at[s]; k < at[s + 1]; k++) {
+			int r = by[k];
+			char buf[300];
+			snprintf(buf, sizeof buf, "%s:%d",
+			         pb->c->nodes[pb->gpu_host[flat[r]]].host,
+			         gpu_of(pb, flat[r])->index);
+			jw_str(w, NULL, buf);
+			temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
+		}
 		jw_end_arr(w);
 		jw_num(w, "predicted_temp_c", temp, 2);
 		tmp.len = 0;
@@ -326,6 +339,9 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 	}
 	jw_end_arr(w);
 	sb_free(&tmp);
+	free(at);
+	free(next);
+	free(by);
 }
 
 /* "notes": what the problem's builder assumed. */
@@ -543,16 +559,19 @@ static char **list_at(int fd, int *n)
 	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
 	struct dirent *e;
 	char **v = NULL;
+	size_t cap = 16;
 	*n = 0;
 	if (!d) {
 		if (d2 >= 0)
 			close(d2);
 		return NULL;
 	}
-	v = xmalloc(sizeof(char *));
+	v = xmalloc(sizeof(char *) * cap);
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			v = xrealloc(v, sizeof(char *) * (size_t)(*n + 1));
+			if ((size_t)*n == cap)   /* doubled: a plan has an env
+			                          * file per host */
+				v = xrealloc(v, sizeof(char *) * (cap *= 2));
 			v[(*n)++] = xstrdup(e->d_name);
 		}
 	closedir(d);
