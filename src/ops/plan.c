@@ -508,8 +508,9 @@ static int sync_file_at(int dfd, const char *name, const char *shown,
  * as efd, shown as tshown) durable, once for all: one syncfs(2) of the
  * file system that holds it, where the system has it (Linux), instead of
  * an fsync per file, which cost one device flush per host's env file.
- * syncfs reports a write-back error of that file system since tfd was
- * opened, which is before the first file was written. Elsewhere, or where
+ * syncfs reports (since Linux 5.8) a write-back error of that file system
+ * since tfd was opened, which is before the first file was written; close
+ * has reported what the file system knew at once. Elsewhere, or where
  * the kernel lacks it (ENOSYS), each file is synced by name. The
  * directories are synced after this by the caller. */
 static int sync_tree(const tm_problem *pb, const int *flat, int tfd, int efd,
