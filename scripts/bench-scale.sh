@@ -13,21 +13,121 @@
 #
 # usage, from the repository root:
 #   sh scripts/bench-scale.sh [THERMAP]           (default build/thermap)
+#   sh scripts/bench-scale.sh io [THERMAP [BASELINE]]
 # BENCH_DIR      where inputs and plans go (default: a temporary directory,
 #                removed afterwards)
-# BENCH_TIMEOUT  hard limit of one run in seconds (default 120); a run that
-#                reaches it is reported as timed out
+# BENCH_TIMEOUT  hard limit of one run in seconds (default 120; 900 for io)
 # BENCH_MEM_KIB  address-space limit of one run (default 16 GiB), so that a
 #                runaway program fails instead of exhausting the machine
+#
+# io: reading the inputs and writing the plan directory at scale. The
+# identity policy (no search, so what grows is reading, joining and
+# writing) on tp8 pp16 jobs of 8,192 to 131,072 GPUs (BENCH_IO_HOSTS, hosts
+# of 8 GPUs, dp = hosts / 16), BENCH_IO_REPS runs each (default 3; the
+# median is shown); with BASELINE, each run of THERMAP is paired with one
+# of BASELINE on the same inputs, side by side, and their plans at the
+# smallest size are compared byte for byte (diff -r). Every plan goes to a
+# directory of its own, none is removed between runs (with the rest at the
+# end, unless BENCH_DIR keeps them): a file system that is slow to reuse
+# just-deleted inodes (ext4 without a journal skips them) would charge one
+# run for the files of the last.
 set -eu
+IO=
+if [ "${1:-}" = io ]; then
+	IO=1
+	shift
+fi
 T=${1:-build/thermap}
-TO=${BENCH_TIMEOUT:-120}
+TO=${BENCH_TIMEOUT:-${IO:+900}}
+TO=${TO:-120}
 MEM=${BENCH_MEM_KIB:-16777216}
 [ -x "$T" ] || { echo "bench-scale: $T: not built (run make)" >&2; exit 2; }
 make --no-print-directory build/gen_cluster build/runstat >/dev/null
 D=${BENCH_DIR:-$(mktemp -d)}
 [ -z "${BENCH_DIR:-}" ] && trap 'rm -rf "$D"' EXIT
 mkdir -p "$D"
+
+# ---- io: reading and writing at scale ----------------------------------------
+if [ -n "$IO" ]; then
+	B=${2:-}
+	[ -z "$B" ] || [ -x "$B" ] || {
+		echo "bench-scale: $B: not an executable" >&2; exit 2; }
+	REPS=${BENCH_IO_REPS:-3}
+	: >"$D/io"
+	# one run: label hosts dir rep binary; appends "label gpus wall rss rc"
+	io_run() {
+		rc=0
+		( ulimit -v "$MEM" 2>/dev/null || :
+		  exec ./build/runstat -o /dev/null timeout "$TO" "$5" plan \
+			--cluster "$3/cluster.json" --profile "$3/profile.json" \
+			--job "$3/job.json" --policy policies/identity.json \
+			-o "$3/plan-$1-$4" ) 2>"$3/$1-$4.err" || rc=$?
+		set -- "$1" "$2" $(tail -n 1 "$3/$1-$4.err")
+		echo "$1 $(($2 * 8)) ${3:-?} ${4:-0} $rc" >>"$D/io"
+	}
+	first=
+	for h in ${BENCH_IO_HOSTS:-1024 2048 4096 8192 16384}; do
+		dir=$D/io-$h
+		./build/gen_cluster "$h" 8 16 $((h / 16)) "$dir"
+		first=${first:-$dir}
+		r=1
+		while [ "$r" -le "$REPS" ]; do
+			[ -z "$B" ] || io_run base "$h" "$dir" "$r" "$B"
+			io_run new "$h" "$dir" "$r" "$T"
+			r=$((r + 1))
+		done
+		echo "bench-scale: io $((h * 8)) GPUs done" >&2
+	done
+	cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo \
+		2>/dev/null)
+	echo "machine: $(nproc) CPUs (${cpu:-unknown}); identity policy, tp8" \
+		"pp16, $REPS run(s) each, median"
+	echo
+	awk -v base="$B" '
+		{ k = $1 " " $2; n[k]++; w[k, n[k]] = $3; m[k, n[k]] = $4
+		  if ($5 != 0) bad[k] = $5; g[$2] = 1 }
+		function med(k, a,   i, j, t, c, v) {
+			c = n[k]
+			for (i = 1; i <= c; i++) v[i] = a[k, i]
+			for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++)
+				if (v[j] + 0 < v[i] + 0) { t = v[i]; v[i] = v[j]; v[j] = t }
+			return v[int((c + 1) / 2)]
+		}
+		function cell(k) {
+			if (bad[k] != "") return "exit " bad[k] " | -"
+			return sprintf("%.2f | %.0f", med(k, w), med(k, m) / 1024)
+		}
+		END {
+			if (base != "") {
+				print "| GPUs | baseline wall s | baseline peak RSS MiB | wall s | peak RSS MiB |"
+				print "| --- | --- | --- | --- | --- |"
+			} else {
+				print "| GPUs | wall s | peak RSS MiB |"
+				print "| --- | --- | --- |"
+			}
+			c = 0
+			for (x in g) s[++c] = x + 0
+			for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++)
+				if (s[j] < s[i]) { t = s[i]; s[i] = s[j]; s[j] = t }
+			for (i = 1; i <= c; i++)
+				if (base != "")
+					printf "| %d | %s | %s |\n", s[i], cell("base " s[i]), cell("new " s[i])
+				else
+					printf "| %d | %s |\n", s[i], cell("new " s[i])
+		}' "$D/io"
+	if [ -n "$B" ] && [ -n "$first" ]; then
+		echo
+		if diff -r "$first/plan-base-1" "$first/plan-new-1" >/dev/null 2>&1
+		then
+			echo "plans at $(( $(basename "$first" | cut -d- -f2) * 8 ))" \
+				"GPUs: byte-identical (diff -r)"
+		else
+			echo "plans at $(( $(basename "$first" | cut -d- -f2) * 8 ))" \
+				"GPUs: DIFFER"
+		fi
+	fi
+	exit 0
+fi
 
 # the thermal policy with another time limit
 policy() {  # seconds → file

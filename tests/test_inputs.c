@@ -61,6 +61,17 @@ static const tcase cases[] = {
 	{ CLUSTER, C1 ",\"link_gb_per_s\":-3}]}", "FILE: nodes[0].link_gb_per_s: expected a bandwidth above 0 and at most 100000 GB/s" },
 	{ CLUSTER, C1 ",\"net_gb_per_s\":\"fast\"}]}", "FILE: nodes[0].net_gb_per_s: expected a number from 0.001 to 100000" },
 	{ CLUSTER, C1 "},{\"host\":\"a\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]]}]}", "FILE: nodes[1].host: \"a\" repeats nodes[0]" },
+	/* repeated hosts: the first node that repeats one, naming the first
+	 * node of that name; a node that fails its own checks first is
+	 * reported as such */
+#define N1(h) "{\"host\":\"" h "\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]]}"
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("b") "," N1("a") "," N1("c") "," N1("a") "," N1("b") "]}", "FILE: nodes[3].host: \"a\" repeats nodes[1]" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("b") "," N1("b") "," N1("a") "]}", "FILE: nodes[2].host: \"b\" repeats nodes[1]" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("a;b") "," N1("a") "]}", "FILE: nodes[1].host: \"a;b\" is not a usable host name; expected letters, digits, '.', '-' and '_'" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") ",{\"host\":7}," N1("a") "]}", "FILE: nodes[1].host: expected a string" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("b") ",{\"host\":\"a\",\"gpus\":[{\"index\":0}],\"links\":[[\"X\"]],\"net_gb_per_s\":0}]}", "FILE: nodes[2].net_gb_per_s: 0 is out of range; expected a number from 0.001 to 100000" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[" N1("a") "," N1("b") ",{\"host\":\"a\",\"gpus\":[{\"index\":0},{\"index\":1}],\"links\":[[\"X\",7],[\"SYS\",\"X\"]]}]}", "FILE: nodes[2].links[0][1]: expected a link code string (X, NV#, PIX, PXB, PHB, NODE, SYS)" },
+#undef N1
 	/* profile */
 	{ PROFILE, "{\"format\":\"thermap.profile/1\"}", "FILE: gpus: missing; expected an array" },
 	{ PROFILE, P1 "{\"host\":\"a\"}]}", "FILE: gpus[0]: names no GPU; expected a uuid, a pci_bus_id or an index" },
@@ -91,6 +102,27 @@ static const tcase cases[] = {
 	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2,\"extra_fwd_ms\":1},{\"layers\":2}]}", "FILE: stages[0]: gives fwd_ms/bwd_ms and extra_*_ms; extras apply only to layers × layer_*_ms" },
 	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"layers\":2},{\"layers\":2}]}", "FILE: layer_fwd_ms: missing; stages given by layers need layer_fwd_ms and layer_bwd_ms" },
 	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":0,\"bwd_ms\":0},{\"layers\":2}],\"layer_fwd_ms\":1,\"layer_bwd_ms\":2}", "FILE: stages[0]: does no work (forward + backward is 0 ms); expected a positive time" },
+	/* every message of a number or an integer field: missing, null,
+	 * another type, out of range, not an integer (the range text is
+	 * made only for these) */
+	{ JOB, "{\"format\":\"thermap.job/1\",\"parallel\":{\"pp\":2}}", "FILE: nproc_per_node: missing; expected an integer from 1 to 4096" },
+	{ JOB, "{\"format\":\"thermap.job/1\",\"nproc_per_node\":null,\"parallel\":{\"pp\":2}}", "FILE: nproc_per_node: is null; expected an integer from 1 to 4096" },
+	{ JOB, "{\"format\":\"thermap.job/1\",\"nproc_per_node\":\"2\",\"parallel\":{\"pp\":2}}", "FILE: nproc_per_node: expected an integer from 1 to 4096" },
+	{ JOB, J1 "\"parallel\":{\"tp\":null}}", "FILE: parallel.tp: is null; expected an integer from 1 to 65536" },
+	{ JOB, J1 "\"parallel\":{\"tp\":1e300}}", "FILE: parallel.tp: 1e+300 is out of range; expected an integer from 1 to 65536" },
+	{ JOB, J1 "\"parallel\":{\"tp\":-2.5}}", "FILE: parallel.tp: -2.5 is not an integer; expected an integer from 1 to 65536" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":null,\"bwd_ms\":2},{\"layers\":2}]}", "FILE: stages[0].fwd_ms: is null; expected a number from 0 to 1e+07" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":[2]},{\"layers\":2}]}", "FILE: stages[0].bwd_ms: expected a number from 0 to 1e+07" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":1e7,\"mem_gib\":1000000.5},{\"layers\":2}]}", "FILE: stages[0].mem_gib: 1e+06 is out of range; expected a number from 0 to 1e+06" },
+	{ JOB, J1 "\"parallel\":{\"pp\":2},\"stages\":[{\"fwd_ms\":1,\"bwd_ms\":2},{\"fwd_ms\":1,\"bwd_ms\":2}],\"measured\":{\"ranks\":[{\"rank\":0,\"bwd_ms\":1},{\"rank\":1,\"fwd_ms\":1,\"bwd_ms\":1}]}}", "FILE: measured.ranks[0].fwd_ms: missing; expected a number from 0 to 1e+07" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"index\":0,\"memory_gib\":-0.001}]}]}", "FILE: nodes[0].gpus[0].memory_gib: -0.001 is out of range; expected a number from 0 to 1e+06" },
+	{ CLUSTER, "{\"format\":\"thermap.cluster/1\",\"nodes\":[{\"host\":\"a\",\"gpus\":[{\"uuid\":null}]}]}", "FILE: nodes[0].gpus[0].index: missing; expected an integer from 0 to 65535" },
+	{ CLUSTER, C1 "}],\"network\":{\"same_group_gb_per_s\":0}}", "FILE: network.same_group_gb_per_s: 0 is out of range; expected a number from 0.001 to 100000" },
+	{ PROFILE, P1 "{\"index\":null,\"uuid\":null}]}", "FILE: gpus[0]: names no GPU; expected a uuid, a pci_bus_id or an index" },
+	{ PROFILE, P1 "{\"index\":0,\"samples\":true}]}", "FILE: gpus[0].samples: expected a number from 0 to 1e+15" },
+	{ PROFILE, P1 "{\"index\":65536}]}", "FILE: gpus[0].index: 65536 is out of range; expected an integer from 0 to 65535" },
+	{ PROFILE, P1 "{\"index\":0,\"power_wait_sd_w\":100000.01}]}", "FILE: gpus[0].power_wait_sd_w: 100000 is out of range; expected a number from 0 to 100000" },
+	{ POLICY, Q1 "\"method\":\"ilp\",\"solver\":{\"time_limit_s\":\"10\"}}", "FILE: solver.time_limit_s: expected a number from 0.001 to 1e+06" },
 	/* policy */
 	{ POLICY, "{\"format\":\"thermap.policy/1\",\"name\":\"x\"}", "FILE: method: missing; expected a string" },
 	{ POLICY, Q1 "\"method\":\"simplex\"}", "FILE: method: \"simplex\" is not a method; expected \"ilp\", \"greedy\", \"greedy-coolest\", \"identity\", \"alternating\" or \"brute\"" },
@@ -267,6 +299,48 @@ static void test_join(void **state)
 	tm_cluster_free(c);
 }
 
+/* Hostile size: 20,000 hosts whose names share a 200-byte prefix, the
+ * last a repeat of the first. Comparing each host with every earlier one
+ * took 2·10⁸ comparisons of 200 bytes; a sort takes n log n. */
+static void test_many_hosts(void **state)
+{
+	enum { N = 20000, PREFIX = 200 };
+	size_t cap = (size_t)N * (PREFIX + 80) + 64, len = 0;
+	char *doc = xmalloc(cap), pre[PREFIX + 1];
+	tm_cluster *c = NULL;
+	tm_error e = { 0, "" };
+	(void)state;
+	memset(pre, 'h', PREFIX);
+	pre[PREFIX] = '\0';
+	len += (size_t)snprintf(doc + len, cap - len, "{\"format\":"
+	                        "\"thermap.cluster/1\",\"nodes\":[");
+	for (int i = 0; i < N; i++)
+		len += (size_t)snprintf(doc + len, cap - len, "%s{\"host\":\"%s%d\","
+		                        "\"gpus\":[{\"index\":0}],\"links\":"
+		                        "[[\"X\"]]}", i ? "," : "", pre,
+		                        i == N - 1 ? 0 : i);
+	len += (size_t)snprintf(doc + len, cap - len, "]}");
+	assert_true(len < cap);
+	assert_int_equal(tm_cluster_loadb("many", doc, len, &c, &e), TM_EINPUT);
+	assert_non_null(strstr(e.msg, "many: nodes[19999].host: \"hhhh"));
+	assert_non_null(strstr(e.msg, "0\" repeats nodes[0]"));
+	/* and without the repeat, all of them load */
+	{
+		/* the last host, ...h0, renamed ...hx: the name of no other */
+		char *last = doc, *q;
+		while ((q = strstr(last + 1, "{\"host\"")))
+			last = q;
+		q = strstr(last, "\",");
+		assert_int_equal(q[-1], '0');
+		q[-1] = 'x';
+	}
+	e.code = 0;
+	assert_int_equal(tm_cluster_loadb("many", doc, len, &c, &e), 0);
+	assert_int_equal(c->nnodes, N);
+	tm_cluster_free(c);
+	free(doc);
+}
+
 /* A cluster document with one host per entry of counts, every GPU pair
  * NV4, and a profile entry for every GPU. */
 static void mixed_docs(const char *cpath, const char *const *hosts,
@@ -421,6 +495,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_field_warning),
 		cmocka_unit_test(test_join),
 		cmocka_unit_test(test_mixed_gpu_counts),
+		cmocka_unit_test(test_many_hosts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,129 @@ static void test_json_writer(void **state)
 	sb_free(&b);
 }
 
+/* The writer as it was, one character and one printf at a time: the
+ * faster one must write the same bytes. */
+static void ref_escape(strbuf *b, const char *s)
+{
+	sb_add(b, "\"");
+	while (*s) {
+		unsigned char c = (unsigned char)*s;
+		int n = tm_utf8_len(s);
+		char tmp[8];
+		if (n == 0) {
+			sb_add(b, "\\ufffd");
+		} else if (c == '"') {
+			sb_add(b, "\\\"");
+		} else if (c == '\\') {
+			sb_add(b, "\\\\");
+		} else if (c == '\n') {
+			sb_add(b, "\\n");
+		} else if (c == '\t') {
+			sb_add(b, "\\t");
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(tmp, sizeof tmp, "\\u%04x", c);
+			sb_add(b, tmp);
+		} else if (n == 2 && c == 0xc2 && (unsigned char)s[1] < 0xa0) {
+			snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned char)s[1]);
+			sb_add(b, tmp);
+		} else {
+			memcpy(tmp, s, (size_t)n);
+			tmp[n] = '\0';
+			sb_add(b, tmp);
+		}
+		s += n ? n : 1;
+	}
+	sb_add(b, "\"");
+}
+
+/* jw_escape, jw_int, the indentation and sb_addf against what they wrote
+ * before they were made faster: the same bytes, on random strings (runs
+ * of plain ASCII among the interesting bytes), every edge of a long, deep
+ * nesting, and appends across the buffer's growth. */
+static void test_writer_bytes(void **state)
+{
+	static const long ints[] = { 0, 1, -1, 9, 10, -10, 99, 100, 65535,
+		-65536, 2147483647L, -2147483647L - 1, LONG_MAX, LONG_MIN };
+	char in[300], want[64];
+	strbuf a, b;
+	jw w;
+	(void)state;
+	for (int i = 0; i < 20000; i++) {
+		size_t n = (size_t)(next() % 299);
+		random_bytes(in, n);
+		for (size_t j = 0; j < n; j++)   /* and plain runs */
+			if (next() % 3 == 0)
+				in[j] = (char)(0x20 + next() % 0x5f);
+		sb_init(&a);
+		sb_init(&b);
+		ref_escape(&a, in);
+		jw_escape(&b, in);
+		assert_int_equal(a.len, b.len);
+		assert_string_equal(a.s, b.s);
+		sb_free(&a);
+		sb_free(&b);
+	}
+	sb_init(&b);
+	jw_init(&w, &b);
+	jw_arr(&w, NULL, true);
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+		jw_int(&w, NULL, ints[i]);
+	jw_end_arr(&w);
+	sb_init(&a);
+	sb_add(&a, "[");
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+		snprintf(want, sizeof want, "%s%ld", i ? ", " : "", ints[i]);
+		sb_add(&a, want);
+	}
+	sb_add(&a, "]\n");
+	assert_string_equal(b.s, a.s);
+	sb_free(&a);
+	sb_free(&b);
+	/* the deepest nesting the writer holds, indented two spaces a level */
+	sb_init(&b);
+	jw_init(&w, &b);
+	for (int d = 0; d < 63; d++)
+		jw_arr(&w, NULL, false);
+	jw_int(&w, NULL, 7);
+	for (int d = 0; d < 63; d++)
+		jw_end_arr(&w);
+	sb_init(&a);
+	for (int d = 0; d < 63; d++) {
+		sb_add(&a, "[\n");
+		for (int k = 0; k <= d; k++)
+			sb_add(&a, "  ");
+	}
+	sb_add(&a, "7");
+	for (int d = 62; d >= 0; d--) {
+		sb_add(&a, "\n");
+		for (int k = 0; k < d; k++)
+			sb_add(&a, "  ");
+		sb_add(&a, "]");
+	}
+	sb_add(&a, "\n");
+	assert_string_equal(b.s, a.s);
+	sb_free(&a);
+	sb_free(&b);
+	/* sb_addf: what snprintf gives, whether or not it fits the room */
+	sb_init(&b);
+	sb_init(&a);
+	for (int i = 0; i < 3000; i++) {
+		int k = (int)(next() % 700);
+		memset(in, 'a' + i % 26, (size_t)(k % 290));
+		in[k % 290] = '\0';
+		sb_addf(&b, "%d:%s;", k, in);
+		snprintf(want, sizeof want, "%d:", k);
+		sb_add(&a, want);
+		sb_add(&a, in);
+		sb_add(&a, ";");
+		assert_int_equal(a.len, b.len);
+	}
+	sb_addf(&b, "%s", "");
+	assert_string_equal(b.s, a.s);
+	sb_free(&a);
+	sb_free(&b);
+}
+
 /* ---- the SVG picture ---------------------------------------------------------- */
 
 static void test_svg_text(void **state)
@@ -560,6 +684,7 @@ int main(void)
 		cmocka_unit_test(test_json_cases),
 		cmocka_unit_test(test_json_random),
 		cmocka_unit_test(test_json_writer),
+		cmocka_unit_test(test_writer_bytes),
 		cmocka_unit_test(test_svg_text),
 		cmocka_unit_test(test_formats),
 	};

@@ -80,6 +80,7 @@ typedef struct strbuf {
 void sb_init(strbuf *b);
 void sb_free(strbuf *b);
 void sb_add(strbuf *b, const char *s);
+void sb_addn(strbuf *b, const char *s, size_t n);   /* n bytes of s, no NUL among them */
 void sb_addf(strbuf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void sb_add_text(strbuf *b, const char *s);

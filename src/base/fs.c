@@ -194,7 +194,7 @@ int tm_clean_stale(int dfd, const char *base, bool dir,
                    bool (*rm)(int dfd, const char *name, int fd))
 {
 	int d2 = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
-	int removed = 0;
+	int removed = 0, cap = 0;
 	char **names = NULL;
 	DIR *d;
 	struct dirent *e;
@@ -207,7 +207,9 @@ int tm_clean_stale(int dfd, const char *base, bool dir,
 	}
 	while ((e = readdir(d)))
 		if (is_temp_of(e->d_name, base, dir)) {
-			names = xrealloc(names, sizeof(char *) * (size_t)(n + 1));
+			if (n == cap)
+				names = xrealloc(names, sizeof(char *) *
+				                 (size_t)(cap = cap ? 2 * cap : 8));
 			names[n++] = xstrdup(e->d_name);
 		}
 	closedir(d);

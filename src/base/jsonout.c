@@ -15,21 +15,34 @@ void jw_init(jw *w, strbuf *b)
 	w->first[0] = true;
 }
 
+/* A line break and the indentation of depth (two spaces a level). */
+static void newline(jw *w, int depth)
+{
+	static const char sp[] = "\n" /* and 128 spaces, depth 64 */
+		"                                                                "
+		"                                                                ";
+	size_t n = 1 + 2 * (size_t)depth;
+	if (n <= sizeof sp - 1) {
+		sb_addn(w->b, sp, n);
+		return;
+	}
+	sb_addn(w->b, "\n", 1);
+	for (int i = 0; i < depth; i++)
+		sb_addn(w->b, "  ", 2);
+}
+
 static void sep(jw *w, const char *key)
 {
 	if (w->depth > 0) {
 		if (!w->first[w->depth])
 			sb_add(w->b, w->inline_[w->depth] ? ", " : ",");
-		if (!w->inline_[w->depth]) {
-			sb_add(w->b, "\n");
-			for (int i = 0; i < w->depth; i++)
-				sb_add(w->b, "  ");
-		}
+		if (!w->inline_[w->depth])
+			newline(w, w->depth);
 	}
 	w->first[w->depth] = false;
 	if (key) {
 		jw_escape(w->b, key);
-		sb_add(w->b, ": ");
+		sb_addn(w->b, ": ", 2);
 	}
 }
 
@@ -39,11 +52,22 @@ static void sep(jw *w, const char *key)
  * replacement character. Valid UTF-8 text is copied as it is. */
 void jw_escape(strbuf *b, const char *s)
 {
-	sb_add(b, "\"");
+	sb_addn(b, "\"", 1);
 	while (*s) {
 		unsigned char c = (unsigned char)*s;
-		int n = tm_utf8_len(s);
+		int n;
 		char tmp[8];
+		/* a run of printable ASCII but '"' and '\\', as it is */
+		if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+			const char *p = s;
+			while ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f &&
+			       *p != '"' && *p != '\\')
+				p++;
+			sb_addn(b, s, (size_t)(p - s));
+			s = p;
+			continue;
+		}
+		n = tm_utf8_len(s);
 		if (n == 0) {
 			sb_add(b, "\\ufffd");
 		} else if (c == '"') {
@@ -61,13 +85,11 @@ void jw_escape(strbuf *b, const char *s)
 			snprintf(tmp, sizeof tmp, "\\u%04x", (unsigned char)s[1]);
 			sb_add(b, tmp);
 		} else {
-			memcpy(tmp, s, (size_t)n);
-			tmp[n] = '\0';
-			sb_add(b, tmp);
+			sb_addn(b, s, (size_t)n);
 		}
 		s += n ? n : 1;
 	}
-	sb_add(b, "\"");
+	sb_addn(b, "\"", 1);
 }
 
 static void open_(jw *w, const char *key, bool inline_, const char *ch)
@@ -94,11 +116,8 @@ static void close_(jw *w, const char *ch)
 	bool was_empty = w->first[w->depth];
 	bool inl = w->inline_[w->depth];
 	w->depth--;
-	if (!inl && !was_empty) {
-		sb_add(w->b, "\n");
-		for (int i = 0; i < w->depth; i++)
-			sb_add(w->b, "  ");
-	}
+	if (!inl && !was_empty)
+		newline(w, w->depth);
 	sb_add(w->b, ch);
 	if (w->depth == 0)
 		sb_add(w->b, "\n");
@@ -165,10 +184,18 @@ void jw_real(jw *w, const char *key, double v)
 	sb_add(w->b, buf);
 }
 
+/* What "%ld" writes, without printf (plan.json has a dozen per rank). */
 void jw_int(jw *w, const char *key, long v)
 {
+	char buf[24], *p = buf + sizeof buf;
+	unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
 	sep(w, key);
-	sb_addf(w->b, "%ld", v);
+	do
+		*--p = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--p = '-';
+	sb_addn(w->b, p, (size_t)(buf + sizeof buf - p));
 }
 
 void jw_bool(jw *w, const char *key, bool v)

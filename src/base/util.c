@@ -377,25 +377,36 @@ static void sb_grow(strbuf *b, size_t extra)
 
 void sb_add(strbuf *b, const char *s)
 {
-	size_t n = strlen(s);
-	sb_grow(b, n);
-	memcpy(b->s + b->len, s, n + 1);
-	b->len += n;
+	sb_addn(b, s, strlen(s));
 }
 
+void sb_addn(strbuf *b, const char *s, size_t n)
+{
+	sb_grow(b, n);
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+/* Formatted into the room there is; formatted again, after growing, only
+ * when it did not fit (most appends are short). */
 void sb_addf(strbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
 	va_end(ap);
-	if (n <= 0)
+	if (n <= 0) {
+		b->s[b->len] = '\0';
 		return;
-	sb_grow(b, (size_t)n);
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	}
+	if ((size_t)n >= b->cap - b->len) {
+		sb_grow(b, (size_t)n);
+		va_start(ap, fmt);
+		vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
 }
 

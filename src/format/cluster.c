@@ -171,28 +171,34 @@ static int load_links(const jin *J, json_t *o, const char *path, tm_node *n)
 		                json_array_size(links), ng);
 	n->link = xcalloc((size_t)ng * ng, 1);
 	n->nv = xcalloc((size_t)ng * ng, 1);
+	/* the JSON path of a cell is made only for its message: a cluster
+	 * has GPUs² cells per host */
 	for (int i = 0; i < ng; i++) {
 		row = json_array_get(links, (size_t)i);
-		snprintf(p, sizeof p, "%s.links[%d]", path, i);
-		if (!json_is_array(row) || (int)json_array_size(row) != ng)
+		if (!json_is_array(row) || (int)json_array_size(row) != ng) {
+			snprintf(p, sizeof p, "%s.links[%d]", path, i);
 			return jin_fail(J, p, NULL, "expected an array of %d link codes",
 			                ng);
+		}
 		for (int k = 0; k < ng; k++) {
-			int nv, l;
+			int nv = 0, l = -1;
 			cell = json_array_get(row, (size_t)k);
-			snprintf(p, sizeof p, "%s.links[%d][%d]", path, i, k);
-			if (!json_is_string(cell))
-				return jin_fail(J, p, NULL, "expected a link code string "
-				                "(X, NV#, PIX, PXB, PHB, NODE, SYS)");
-			l = tm_parse_link(json_string_value(cell), &nv);
-			if (l < 0)
-				return jin_fail(J, p, NULL, "\"%.40s\" is not a link code; "
-				                "expected X, NV#, PIX, PXB, PHB, NODE or SYS",
-				                json_string_value(cell));
-			if ((l == TM_LINK_X) != (i == k))
-				return jin_fail(J, p, NULL, i == k ? "expected \"X\" on the "
-				                "diagonal" : "\"X\" is only for a GPU with "
-				                "itself");
+			if (json_is_string(cell))
+				l = tm_parse_link(json_string_value(cell), &nv);
+			if (l < 0 || (l == TM_LINK_X) != (i == k)) {
+				snprintf(p, sizeof p, "%s.links[%d][%d]", path, i, k);
+				if (!json_is_string(cell))
+					return jin_fail(J, p, NULL, "expected a link code "
+					                "string (X, NV#, PIX, PXB, PHB, NODE, "
+					                "SYS)");
+				if (l < 0)
+					return jin_fail(J, p, NULL, "\"%.40s\" is not a link "
+					                "code; expected X, NV#, PIX, PXB, PHB, "
+					                "NODE or SYS", json_string_value(cell));
+				return jin_fail(J, p, NULL, i == k ? "expected \"X\" on "
+				                "the diagonal" : "\"X\" is only for a GPU "
+				                "with itself");
+			}
 			n->link[i * ng + k] = (unsigned char)l;
 			n->nv[i * ng + k] = (unsigned char)nv;
 		}
@@ -314,6 +320,45 @@ static int load_node(const jin *J, json_t *o, const char *path, tm_node *n)
 	return 0;
 }
 
+/* A node's host name, where it is a string, and its position. */
+typedef struct hostref {
+	const char *host;
+	int i;
+} hostref;
+
+static int cmp_hostref(const void *a, const void *b, void *ctx)
+{
+	(void)ctx;
+	return strcmp(((const hostref *)a)->host, ((const hostref *)b)->host);
+}
+
+/* For each of the n nodes, the first node before it with the same host
+ * string, or -1: the nodes sorted by name (a stable sort keeps equal
+ * names in file order), n log n comparisons where comparing each node
+ * with every earlier one took n² (65,536 hosts: 2·10⁹). The repeat is
+ * reported once its node has passed its own checks, and every node before
+ * it has: the same node and message as comparing the loaded names. */
+static int *first_of_host(json_t *nodes, int n)
+{
+	hostref *v = xmalloc(sizeof *v * (size_t)n);
+	int *first = xmalloc(sizeof *first * (size_t)n);
+	int m = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *h = json_string_value(
+			json_object_get(json_array_get(nodes, (size_t)i), "host"));
+		first[i] = -1;
+		if (h)
+			v[m++] = (hostref){ h, i };
+	}
+	tm_sort(v, (size_t)m, sizeof *v, cmp_hostref, NULL);
+	for (int a = 0, b; a < m; a = b)
+		for (b = a + 1; b < m && !strcmp(v[b].host, v[a].host); b++)
+			first[v[b].i] = v[a].i;
+	free(v);
+	return first;
+}
+
 /* From the file, or from len bytes of text (text non-NULL) standing for
  * it: the fuzz harnesses and tests read documents held in memory. */
 static int cluster_load(const char *file, const char *text, size_t len,
@@ -326,6 +371,7 @@ static int cluster_load(const char *file, const char *text, size_t len,
 	json_t *root = NULL, *nodes, *net;
 	jin J = { file, err };
 	char p[64];
+	int *first = NULL;
 	int rc;
 
 	c->file = xstrdup(file);
@@ -351,17 +397,17 @@ static int cluster_load(const char *file, const char *text, size_t len,
 	}
 	c->nnodes = (int)json_array_size(nodes);
 	c->nodes = xcalloc((size_t)c->nnodes, sizeof *c->nodes);
+	first = first_of_host(nodes, c->nnodes);
 	for (int i = 0; i < c->nnodes; i++) {
 		snprintf(p, sizeof p, "nodes[%d]", i);
 		if ((rc = load_node(&J, json_array_get(nodes, (size_t)i), p,
 		                    &c->nodes[i])))
 			goto fail;
-		for (int k = 0; k < i; k++)
-			if (!strcmp(c->nodes[k].host, c->nodes[i].host)) {
-				rc = jin_fail(&J, p, "host", "\"%s\" repeats nodes[%d]",
-				              c->nodes[i].host, k);
-				goto fail;
-			}
+		if (first[i] >= 0) {
+			rc = jin_fail(&J, p, "host", "\"%s\" repeats nodes[%d]",
+			              c->nodes[i].host, first[i]);
+			goto fail;
+		}
 	}
 	if ((rc = jin_obj(&J, root, "", "network", JF_NULL, &net)))
 		goto fail;
@@ -373,10 +419,12 @@ static int cluster_load(const char *file, const char *text, size_t len,
 		                  JF_NULL, 1e-3, 1e5, &c->cross_group_gb_per_s)))
 			goto fail;
 	}
+	free(first);
 	json_decref(root);
 	*out = c;
 	return 0;
 fail:
+	free(first);
 	json_decref(root);
 	tm_cluster_free(c);
 	*out = NULL;

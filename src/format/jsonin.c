@@ -142,22 +142,34 @@ void jin_unknown(const jin *J, json_t *obj, const char *path,
 	}
 }
 
+/* Fetches obj[key]; 1 when absent (or null and JF_NULL), 0 when present,
+ * -1 when missing but required, -2 when null but not allowed (nothing is
+ * reported: the caller says what it expected, see absent()). */
+static int look(json_t *obj, const char *key, int flags, json_t **v)
+{
+	*v = json_object_get(obj, key);
+	if (!*v)
+		return flags & JF_REQ ? -1 : 1;
+	if (json_is_null(*v))
+		return flags & JF_NULL ? 1 : -2;
+	return 0;
+}
+
+/* The failure of a negative look(): what is missing or null, and what was
+ * expected. */
+static int absent(const jin *J, const char *path, const char *key, int r,
+                  const char *what)
+{
+	return jin_fail(J, path, key, r == -1 ? "missing; expected %s" :
+	                "is null; expected %s", what);
+}
+
 /* Fetches obj[key]; 1 when absent (or null and JF_NULL), 0 when present. */
 static int get(const jin *J, json_t *obj, const char *path, const char *key,
                int flags, json_t **v, const char *what)
 {
-	*v = json_object_get(obj, key);
-	if (!*v) {
-		if (flags & JF_REQ)
-			return -jin_fail(J, path, key, "missing; expected %s", what);
-		return 1;
-	}
-	if (json_is_null(*v)) {
-		if (flags & JF_NULL)
-			return 1;
-		return -jin_fail(J, path, key, "is null; expected %s", what);
-	}
-	return 0;
+	int r = look(obj, key, flags, v);
+	return r < 0 ? -absent(J, path, key, r, what) : r;
 }
 
 int jin_obj(const jin *J, json_t *obj, const char *path, const char *key,
@@ -188,9 +200,17 @@ int jin_arr(const jin *J, json_t *obj, const char *path, const char *key,
 	return 0;
 }
 
+/* The range texts of numbers are made only for a message: a valid number
+ * is read without formatting anything (most of a large profile or cluster
+ * is numbers). */
 static void range_text(char *buf, size_t n, double lo, double hi)
 {
 	snprintf(buf, n, "a number from %g to %g", lo, hi);
+}
+
+static void int_range_text(char *buf, size_t n, long lo, long hi)
+{
+	snprintf(buf, n, "an integer from %ld to %ld", lo, hi);
 }
 
 int jin_num(const jin *J, json_t *obj, const char *path, const char *key,
@@ -198,21 +218,26 @@ int jin_num(const jin *J, json_t *obj, const char *path, const char *key,
 {
 	json_t *v;
 	char what[96];
-	int r;
-	range_text(what, sizeof what, lo, hi);
-	r = get(J, obj, path, key, flags, &v, what);
-	if (r) {
-		if (r > 0 && v && json_is_null(v))
+	double d;
+	int r = look(obj, key, flags, &v);
+	if (r > 0) {
+		if (v)   /* null, allowed */
 			*out = NAN;
-		return r < 0 ? -r : 0;
+		return 0;
 	}
+	if (r == 0 && json_is_number(v)) {
+		d = json_number_value(v);
+		*out = d;
+		if (d >= lo && d <= hi)
+			return 0;
+	}
+	range_text(what, sizeof what, lo, hi);
+	if (r < 0)
+		return absent(J, path, key, r, what);
 	if (!json_is_number(v))
 		return jin_fail(J, path, key, "expected %s", what);
-	*out = json_number_value(v);
-	if (!(*out >= lo && *out <= hi))
-		return jin_fail(J, path, key, "%g is out of range; expected %s",
-		                *out, what);
-	return 0;
+	return jin_fail(J, path, key, "%g is out of range; expected %s", *out,
+	                what);
 }
 
 int jin_int(const jin *J, json_t *obj, const char *path, const char *key,
@@ -220,23 +245,27 @@ int jin_int(const jin *J, json_t *obj, const char *path, const char *key,
 {
 	json_t *v;
 	char what[96];
-	double d;
-	int r;
-	snprintf(what, sizeof what, "an integer from %ld to %ld", lo, hi);
-	r = get(J, obj, path, key, flags, &v, what);
-	if (r)
-		return r < 0 ? -r : 0;
+	double d = 0;
+	int r = look(obj, key, flags, &v);
+	if (r > 0)
+		return 0;
+	if (r == 0 && json_is_number(v)) {
+		d = json_number_value(v);
+		if (d == floor(d) && d >= (double)lo && d <= (double)hi) {
+			*out = (int)d;
+			return 0;
+		}
+	}
+	int_range_text(what, sizeof what, lo, hi);
+	if (r < 0)
+		return absent(J, path, key, r, what);
 	if (!json_is_number(v))
 		return jin_fail(J, path, key, "expected %s", what);
-	d = json_number_value(v);
 	if (d != floor(d))
 		return jin_fail(J, path, key, "%g is not an integer; expected %s",
 		                d, what);
-	if (!(d >= (double)lo && d <= (double)hi))
-		return jin_fail(J, path, key, "%g is out of range; expected %s",
-		                d, what);
-	*out = (int)d;
-	return 0;
+	return jin_fail(J, path, key, "%g is out of range; expected %s", d,
+	                what);
 }
 
 int jin_str(const jin *J, json_t *obj, const char *path, const char *key,

@@ -278,13 +278,27 @@ static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
 }
 
 /* "stages": per pipeline rank its layers, time, GPUs, temperature and
- * why (tm_why_stage), against the identity placement base. */
+ * why (tm_why_stage), against the identity placement base. The ranks of
+ * each stage, in rank order, are gathered once (by[at[s]] to
+ * by[at[s + 1] - 1]) rather than found by a pass over every rank for
+ * each stage. */
 static void write_stages(jw *w, const tm_problem *pb, const int *flat,
                          const int *base, double t)
 {
 	const tm_job *j = pb->job;
+	int *at = xcalloc((size_t)pb->npp + 1, sizeof *at);
+	int *next = xmalloc(sizeof *next * (size_t)pb->npp);
+	int *by = xmalloc(sizeof *by * (size_t)pb->nranks);
 	strbuf tmp;
 	sb_init(&tmp);
+	for (int r = 0; r < pb->nranks; r++)
+		at[pb->rank_stage[r] + 1]++;
+	for (int s = 0; s < pb->npp; s++) {
+		at[s + 1] += at[s];
+		next[s] = at[s];
+	}
+	for (int r = 0; r < pb->nranks; r++)
+		by[next[pb->rank_stage[r]]++] = r;
 	jw_arr(w, "stages", false);
 	for (int s = 0; s < pb->npp; s++) {
 		int layers = 0;
@@ -302,20 +316,19 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 			jw_null(w, "layers");
 		jw_num(w, "time_ms", time, 4);
 		jw_arr(w, "uuids", true);
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_stage[r] == s)
-				jw_str(w, NULL, gpu_of(pb, flat[r])->uuid);
+		for (int k = at[s]; k < at[s + 1]; k++)
+			jw_str(w, NULL, gpu_of(pb, flat[by[k]])->uuid);
 		jw_end_arr(w);
 		jw_arr(w, "gpus", true);
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_stage[r] == s) {
-				char buf[300];
-				snprintf(buf, sizeof buf, "%s:%d",
-				         pb->c->nodes[pb->gpu_host[flat[r]]].host,
-				         gpu_of(pb, flat[r])->index);
-				jw_str(w, NULL, buf);
-				temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
-			}
+		for (int k = at[s]; k < at[s + 1]; k++) {
+			int r = by[k];
+			char buf[300];
+			snprintf(buf, sizeof buf, "%s:%d",
+			         pb->c->nodes[pb->gpu_host[flat[r]]].host,
+			         gpu_of(pb, flat[r])->index);
+			jw_str(w, NULL, buf);
+			temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
+		}
 		jw_end_arr(w);
 		jw_num(w, "predicted_temp_c", temp, 2);
 		tmp.len = 0;
@@ -326,6 +339,9 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 	}
 	jw_end_arr(w);
 	sb_free(&tmp);
+	free(at);
+	free(next);
+	free(by);
 }
 
 /* "notes": what the problem's builder assumed. */
@@ -434,7 +450,8 @@ static void step(int *k)
 }
 
 /* Writes one file of the plan, new, in the directory open as dfd; shown
- * is its path for messages. */
+ * is its path for messages. Not synced here: sync_tree syncs them all
+ * once every file is written. */
 static int write_file_at(int dfd, const char *name, const char *shown,
                          const strbuf *b, tm_error *err)
 {
@@ -462,9 +479,22 @@ static int write_file_at(int dfd, const char *name, const char *shown,
 		}
 		off += (size_t)n;
 	}
-	if (fsync(fd) != 0) {
-		int e = errno;
-		close(fd);
+	if (close(fd) != 0)
+		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", shown,
+		               strerror(errno));
+	return 0;
+}
+
+/* fsync of the file name in the directory open as dfd (written by
+ * write_file_at, so ours and regular); shown is its path for messages. */
+static int sync_file_at(int dfd, const char *name, const char *shown,
+                        tm_error *err)
+{
+	int e, fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) != 0) {
+		e = errno;
+		if (fd >= 0)
+			close(fd);
 		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", shown,
 		               strerror(e));
 	}
@@ -472,6 +502,41 @@ static int write_file_at(int dfd, const char *name, const char *shown,
 		return tm_fail(err, TM_EINTERNAL, "%s: write failed: %s", shown,
 		               strerror(errno));
 	return 0;
+}
+
+/* Makes every file of the finished temporary plan (open as tfd, its env/
+ * as efd, shown as tshown) durable, once for all: one syncfs(2) of the
+ * file system that holds it, where the system has it (Linux), instead of
+ * an fsync per file, which cost one device flush per host's env file.
+ * syncfs reports (since Linux 5.8) a write-back error of that file system
+ * since tfd was opened, which is before the first file was written; close
+ * has reported what the file system knew at once. Elsewhere, or where
+ * the kernel lacks it (ENOSYS), each file is synced by name. The
+ * directories are synced after this by the caller. */
+static int sync_tree(const tm_problem *pb, const int *flat, int tfd, int efd,
+                     const char *tshown, tm_error *err)
+{
+	char file[300], path[3800];
+	int rc;
+#ifdef __linux__
+	if (syncfs(tfd) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return tm_fail(err, TM_EINTERNAL, "%s: cannot sync: %s", tshown,
+		               strerror(errno));
+#endif
+	snprintf(path, sizeof path, "%s/plan.json", tshown);
+	if ((rc = sync_file_at(tfd, "plan.json", path, err)))
+		return rc;
+	for (int n = 0; n < pb->nnodes; n++) {
+		snprintf(file, sizeof file, "%s.env",
+		         pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]].host);
+		snprintf(path, sizeof path, "%s/env/%s", tshown, file);
+		if ((rc = sync_file_at(efd, file, path, err)))
+			return rc;
+	}
+	snprintf(path, sizeof path, "%s/launch.txt", tshown);
+	return sync_file_at(tfd, "launch.txt", path, err);
 }
 
 static bool same_at(int dfd, const char *name, int fd)
@@ -495,16 +560,19 @@ static char **list_at(int fd, int *n)
 	DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
 	struct dirent *e;
 	char **v = NULL;
+	size_t cap = 16;
 	*n = 0;
 	if (!d) {
 		if (d2 >= 0)
 			close(d2);
 		return NULL;
 	}
-	v = xmalloc(sizeof(char *));
+	v = xmalloc(sizeof(char *) * cap);
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			v = xrealloc(v, sizeof(char *) * (size_t)(*n + 1));
+			if ((size_t)*n == cap)   /* doubled: a plan has an env
+			                          * file per host */
+				v = xrealloc(v, sizeof(char *) * (cap *= 2));
 			v[(*n)++] = xstrdup(e->d_name);
 		}
 	closedir(d);
@@ -921,8 +989,10 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		step(&k);
 	}
 	sb_free(&b);
-	/* the names of the files are synced with their directories, and the
-	 * rename with the directory that holds the plan */
+	/* the files, all at once; then their names, with their directories;
+	 * the rename with the directory that holds the plan */
+	if (!rc)
+		rc = sync_tree(pb, flat, tfd, efd, tshown, err);
 	if (!rc && ((e = tm_sync_dir(efd)) || fchmod(tfd, 0755) != 0 ||
 	            (e = tm_sync_dir(tfd))))
 		rc = tm_fail(err, TM_EINTERNAL, "%s: cannot sync: %s", tshown,
