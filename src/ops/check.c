@@ -143,6 +143,120 @@ typedef struct chk {
 	tm_error *err;
 } chk;
 
+/* A host's GPUs sorted for lookups: by UUID and by index, each then by
+ * position, so that the first in file order is found, as a pass over
+ * them would. A node of a thousand GPUs costs its sort, not a pass per
+ * CUDA_VISIBLE_DEVICES entry. */
+typedef struct hostgpus {
+	const tm_node *n;
+	int *uuid;            /* positions of the GPUs with a UUID */
+	int *index;           /* positions of every GPU */
+	int nu;
+} hostgpus;
+
+static int cmp_gpu_uuid(const void *x, const void *y, void *ctx)
+{
+	const tm_node *n = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	int c = strcmp(n->gpus[a].uuid, n->gpus[b].uuid);
+	return c ? c : (a > b) - (a < b);
+}
+
+static int cmp_gpu_index(const void *x, const void *y, void *ctx)
+{
+	const tm_node *n = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	if (n->gpus[a].index != n->gpus[b].index)
+		return n->gpus[a].index < n->gpus[b].index ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+static void hostgpus_make(const tm_node *n, hostgpus *H)
+{
+	H->n = n;
+	H->nu = 0;
+	H->uuid = xmalloc(sizeof(int) * (size_t)n->ngpus);
+	H->index = xmalloc(sizeof(int) * (size_t)n->ngpus);
+	for (int g = 0; g < n->ngpus; g++) {
+		if (n->gpus[g].uuid)
+			H->uuid[H->nu++] = g;
+		H->index[g] = g;
+	}
+	tm_sort(H->uuid, (size_t)H->nu, sizeof(int), cmp_gpu_uuid, (void *)n);
+	tm_sort(H->index, (size_t)n->ngpus, sizeof(int), cmp_gpu_index,
+	        (void *)n);
+}
+
+static void hostgpus_free(hostgpus *H)
+{
+	free(H->uuid);
+	free(H->index);
+}
+
+/* The first place in H->index whose GPU index is idx or more. */
+static int index_at(const hostgpus *H, int idx)
+{
+	int lo = 0, hi = H->n->ngpus;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (H->n->gpus[H->index[mid]].index < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Resolves one CUDA_VISIBLE_DEVICES entry to a GPU of the host: the
+ * first GPU with that UUID, else the first with that index. */
+static int resolve(const hostgpus *H, const char *tok)
+{
+	const tm_node *n = H->n;
+	int lo = 0, hi = H->nu, idx;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (strcmp(n->gpus[H->uuid[mid]].uuid, tok) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < H->nu && !strcmp(n->gpus[H->uuid[lo]].uuid, tok))
+		return H->uuid[lo];
+	if (parse_int(tok, &idx) == 0) {
+		lo = index_at(H, idx);
+		if (lo < n->ngpus && n->gpus[H->index[lo]].index == idx)
+			return H->index[lo];
+	}
+	return -1;
+}
+
+/* Hosts of the cluster (ctx) by name, then file order. */
+static int cmp_host_name(const void *x, const void *y, void *ctx)
+{
+	const tm_cluster *c = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	int k = strcmp(c->nodes[a].host, c->nodes[b].host);
+	return k ? k : (a > b) - (a < b);
+}
+
+/* The last host named name in file order (byname: the hosts sorted by
+ * cmp_host_name), or -1: a binary search, not a pass over the hosts for
+ * every env file. */
+static int find_host(const tm_cluster *c, const int *byname,
+                     const char *name)
+{
+	int lo = 0, hi = c->nnodes;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (strcmp(c->nodes[byname[mid]].host, name) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && !strcmp(c->nodes[byname[lo - 1]].host, name) ?
+	       byname[lo - 1] : -1;
+}
+
 static bool nvl(const chk *K, int a, int b)
 {
 	const tm_node *n = &K->c->nodes[K->host[a]];
@@ -332,20 +446,21 @@ static int check_max_moves(const chk *K, long long mm, bool replan,
 	moves = 0;
 	for (int h = 0; h < K->c->nnodes && n < j->world / nproc; h++) {
 		const tm_node *node = &K->c->nodes[h];
+		hostgpus H = { 0 };
 		if (node->ngpus < nproc)
 			continue;
 		for (int i = 0; i < nproc; i++) {
-			int r = n * nproc + i, below = 0;
+			int r = n * nproc + i;
 			if (K->host[r] != h) {
 				moves++;
 				continue;
 			}
 			/* rank r stays iff its GPU has exactly i smaller indices */
-			for (int k = 0; k < node->ngpus; k++)
-				below += node->gpus[k].index <
-				         node->gpus[K->gpu[r]].index;
-			moves += below != i;
+			if (!H.n)
+				hostgpus_make(node, &H);
+			moves += index_at(&H, node->gpus[K->gpu[r]].index) != i;
 		}
+		hostgpus_free(&H);
 		n++;
 	}
 	if (moves > mm)
@@ -528,38 +643,26 @@ static int check_ranks(const chk *K, const tm_plancheck *P)
 	return 0;
 }
 
-/* Resolves one CUDA_VISIBLE_DEVICES entry to a GPU of the host. */
-static int resolve(const tm_node *n, const char *tok)
-{
-	int idx;
-	for (int g = 0; g < n->ngpus; g++)
-		if (n->gpus[g].uuid && !strcmp(n->gpus[g].uuid, tok))
-			return g;
-	if (parse_int(tok, &idx) == 0)
-		for (int g = 0; g < n->ngpus; g++)
-			if (n->gpus[g].index == idx)
-				return g;
-	return -1;
-}
-
 static int check_envs(chk *K, envf *E, int ne, const char *id)
 {
 	const tm_job *j = K->j;
 	int nnodes = j->world / j->nproc_per_node;
 	int *node_file = xmalloc(sizeof(int) * (size_t)nnodes);
+	int *byname = xmalloc(sizeof(int) * (size_t)K->c->nnodes);
 	int rc = 0;
 
 	for (int n = 0; n < nnodes; n++)
 		node_file[n] = -1;
+	for (int h = 0; h < K->c->nnodes; h++)
+		byname[h] = h;
+	tm_sort(byname, (size_t)K->c->nnodes, sizeof(int), cmp_host_name,
+	        (void *)K->c);
 	if (ne != nnodes)
 		rc = tm_fail(K->err, TM_EINPUT, "%s/env: %d env file(s); the job "
 		             "needs %d node(s)", K->dir, ne, nnodes);
 	for (int i = 0; i < ne && !rc; i++) {
 		envf *e = &E[i];
-		int h = -1;
-		for (int k = 0; k < K->c->nnodes; k++)
-			if (!strcmp(K->c->nodes[k].host, e->host))
-				h = k;
+		int h = find_host(K->c, byname, e->host);
 		if (h < 0)
 			rc = tm_fail(K->err, TM_EINPUT, "%s: host %s is not in %s",
 			             e->path, e->host, K->c->file);
@@ -586,9 +689,11 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 			char *dev = xstrdup(e->devices), *save = NULL, *tok;
 			unsigned char *taken = xcalloc((size_t)n->ngpus, 1);
 			int local = 0;
+			hostgpus H;
+			hostgpus_make(n, &H);
 			for (tok = strtok_r(dev, ",", &save); tok && !rc;
 			     tok = strtok_r(NULL, ",", &save), local++) {
-				int g = resolve(n, tok), r;
+				int g = resolve(&H, tok), r;
 				if (g < 0)
 					rc = tm_fail(K->err, TM_EINPUT, "%s: CUDA_VISIBLE_DEVICES "
 					             "entry %d (%s) is not a GPU of host %s",
@@ -608,6 +713,7 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 				             local, j->nproc_per_node);
 			free(dev);
 			free(taken);
+			hostgpus_free(&H);
 		}
 	}
 	for (int n = 0; n < nnodes && !rc; n++) {
@@ -618,6 +724,7 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 			             E[node_file[0]].host);
 	}
 	free(node_file);
+	free(byname);
 	return rc;
 }
 
@@ -783,7 +890,7 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	const tm_pc_replan *rp = &P.replan;
 	envf *E = NULL;
 	char **names = NULL, envdir[4200];
-	int ne = 0, rc = 0, moves = 0;
+	int ne = 0, nalloc = 0, rc = 0, moves = 0;
 	const char *id, *s, *v;
 	DIR *d;
 	struct dirent *de;
@@ -835,7 +942,11 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 		if (n > 4 && !strcmp(de->d_name + n - 4, ".env")) {
-			names = xrealloc(names, sizeof(char *) * (size_t)(ne + 1));
+			if (ne == nalloc) {
+				nalloc = nalloc ? 2 * nalloc : 64;
+				names = xrealloc(names, sizeof(char *) *
+				                 (size_t)nalloc);
+			}
 			names[ne++] = xstrdup(de->d_name);
 		}
 	}
