@@ -273,43 +273,142 @@ static int link_fail(const chk *K, const char *what, int a, int b)
 	               y->gpus[K->gpu[b]].index);
 }
 
-static bool same_but(const chk *K, int a, int b, int dim)
+/* Ranks (ctx: the check) by their coordinates other than dim, which
+ * puts the ranks that differ only in dim side by side; then by dim itself
+ * when sort_dim, then by rank. */
+typedef struct grouping {
+	const chk *K;
+	int dim;
+	bool sort_dim;
+} grouping;
+
+static int cmp_group(const void *x, const void *y, void *ctx)
 {
+	const grouping *G = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	const int *ca = G->K->coord[a], *cb = G->K->coord[b];
 	for (int d = 0; d < TM_NDIM; d++)
-		if (d != dim && K->coord[a][d] != K->coord[b][d])
-			return false;
-	return true;
+		if (d != G->dim && ca[d] != cb[d])
+			return ca[d] < cb[d] ? -1 : 1;
+	if (G->sort_dim && ca[G->dim] != cb[G->dim])
+		return ca[G->dim] < cb[G->dim] ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+/* The ranks that differ only in dim, as groups: ord holds every rank,
+ * group by group (ordered as cmp_group says); rank r sits at ord[at[r]]
+ * in the group ord[first[r]] .. ord[end[r] - 1]. Sorting, not comparing
+ * every two ranks, so that a world of a million ranks takes a moment. */
+typedef struct groups {
+	int *ord, *at, *first, *end;
+} groups;
+
+static void groups_make(const chk *K, int dim, bool sort_dim, groups *S)
+{
+	int n = K->j->world;
+	grouping G = { K, dim, sort_dim };
+	S->ord = xmalloc(sizeof(int) * (size_t)n);
+	S->at = xmalloc(sizeof(int) * (size_t)n);
+	S->first = xmalloc(sizeof(int) * (size_t)n);
+	S->end = xmalloc(sizeof(int) * (size_t)n);
+	for (int r = 0; r < n; r++)
+		S->ord[r] = r;
+	tm_sort(S->ord, (size_t)n, sizeof(int), cmp_group, &G);
+	for (int i = 1, g0 = 0; i <= n; i++) {
+		bool same = i < n;
+		for (int d = 0; d < TM_NDIM && same; d++)
+			same = d == dim ||
+			       K->coord[S->ord[i]][d] == K->coord[S->ord[i - 1]][d];
+		if (same)
+			continue;
+		for (int k = g0; k < i; k++) {
+			S->at[S->ord[k]] = k;
+			S->first[S->ord[k]] = g0;
+			S->end[S->ord[k]] = i;
+		}
+		g0 = i;
+	}
+}
+
+static void groups_free(groups *S)
+{
+	free(S->ord);
+	free(S->at);
+	free(S->first);
+	free(S->end);
 }
 
 /* tp_nvlink as recorded in plan.json: every two ranks that differ only in
- * their tensor-parallel coordinate are joined by NVLink. */
+ * their tensor-parallel coordinate are joined by NVLink. The first pair
+ * that is not, a before b, in rank order: for each rank a, the ranks after
+ * it in its group. Every one that passes is on a's host, so a rank costs
+ * at most its host's GPUs. */
 static int check_tp_nvlink(const chk *K)
 {
 	const tm_job *j = K->j;
-	for (int a = 0; a < j->world; a++)
-		for (int b = a + 1; b < j->world; b++)
-			if (same_but(K, a, b, TM_TP) && !nvl(K, a, b))
-				return link_fail(K, "tp_nvlink", a, b);
-	return 0;
+	groups S;
+	int rc = 0;
+	groups_make(K, TM_TP, false, &S);
+	for (int a = 0; a < j->world && !rc; a++)
+		for (int i = S.at[a] + 1; i < S.end[a] && !rc; i++)
+			if (!nvl(K, a, S.ord[i]))
+				rc = link_fail(K, "tp_nvlink", a, S.ord[i]);
+	groups_free(&S);
+	return rc;
 }
 
 /* pp_nvlink: pipeline hops are the chunk-to-chunk transfers that carry
- * activations (act_mib > 0). */
+ * activations (act_mib > 0). The first pair that is not joined, in the
+ * order of the chunks, then of the sending rank, then of the receiving
+ * one. A hop between the same two pipeline ranks is checked once: with
+ * virtual stages the hops repeat, and a pair that passed passes again. */
 static int check_pp_nvlink(const chk *K)
 {
 	const tm_job *j = K->j;
-	int pp = j->size[TM_PP];
-	for (int c = 0; c + 1 < j->nstages; c++) {
+	int pp = j->size[TM_PP], rc = 0;
+	unsigned char *seen = xcalloc((size_t)pp, 1);
+	int *cnt = xcalloc((size_t)pp + 1, sizeof(int));
+	int *by_pp = xmalloc(sizeof(int) * (size_t)j->world);
+	groups S;
+
+	/* the ranks of each pipeline rank, in rank order */
+	for (int r = 0; r < j->world; r++)
+		cnt[K->coord[r][TM_PP] + 1]++;
+	for (int s = 0; s < pp; s++)
+		cnt[s + 1] += cnt[s];
+	for (int r = 0; r < j->world; r++)
+		by_pp[cnt[K->coord[r][TM_PP]]++] = r;
+	for (int s = pp; s > 0; s--)
+		cnt[s] = cnt[s - 1];
+	cnt[0] = 0;
+	/* groups by the other coordinates, each by pipeline rank, then rank */
+	groups_make(K, TM_PP, true, &S);
+	for (int c = 0; c + 1 < j->nstages && !rc; c++) {
 		int from = c % pp, to = (c + 1) % pp;
-		if (from == to || !(j->stages[c].act_mib > 0))
+		if (from == to || !(j->stages[c].act_mib > 0) || seen[from])
 			continue;
-		for (int a = 0; a < j->world; a++)
-			for (int b = 0; b < j->world; b++)
-				if (K->coord[a][TM_PP] == from && K->coord[b][TM_PP] == to &&
-				    same_but(K, a, b, TM_PP) && !nvl(K, a, b))
-					return link_fail(K, "pp_nvlink", a, b);
+		seen[from] = 1;  /* to follows from */
+		for (int x = cnt[from]; x < cnt[from + 1] && !rc; x++) {
+			int a = by_pp[x], lo = S.first[a], hi = S.end[a];
+			/* the first of a's group on pipeline rank to */
+			while (lo < hi) {
+				int mid = lo + (hi - lo) / 2;
+				if (K->coord[S.ord[mid]][TM_PP] < to)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int i = lo; i < S.end[a] && !rc &&
+			     K->coord[S.ord[i]][TM_PP] == to; i++)
+				if (!nvl(K, a, S.ord[i]))
+					rc = link_fail(K, "pp_nvlink", a, S.ord[i]);
+		}
 	}
-	return 0;
+	groups_free(&S);
+	free(seen);
+	free(cnt);
+	free(by_pp);
+	return rc;
 }
 
 /* A plan written by replan: replan.from names each rank's previous GPU
