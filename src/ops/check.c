@@ -508,22 +508,27 @@ static int check_previous(const chk *K, const tm_pc_replan *rp,
 	return rc;
 }
 
-/* Memory per rank: the sum of mem_gib over its chunks fits its GPU. */
+/* Memory per rank: the sum of mem_gib over its chunks fits its GPU. The
+ * sums are made once per pipeline rank, not once per rank. */
 static int check_memory(const chk *K)
 {
 	const tm_job *j = K->j;
-	for (int r = 0; r < j->world; r++) {
+	int pp = j->size[TM_PP], rc = 0;
+	double *need = xcalloc((size_t)pp, sizeof(double));
+	for (int s = 0; s < pp; s++)
+		for (int c = s; c < j->nstages; c += pp)
+			need[s] += j->stages[c].mem_gib;
+	for (int r = 0; r < j->world && !rc; r++) {
 		const tm_gpu *g = &K->c->nodes[K->host[r]].gpus[K->gpu[r]];
-		double need = 0;
-		for (int c = K->coord[r][TM_PP]; c < j->nstages; c += j->size[TM_PP])
-			need += j->stages[c].mem_gib;
-		if (isfinite(need) && isfinite(g->memory_gib) && need > g->memory_gib)
-			return tm_fail(K->err, TM_EINPUT, "%s: rank %d needs %.1f GiB; "
-			               "%s GPU %d has %.1f GiB", K->dir, r, need,
-			               K->c->nodes[K->host[r]].host, g->index,
-			               g->memory_gib);
+		double n = need[K->coord[r][TM_PP]];
+		if (isfinite(n) && isfinite(g->memory_gib) && n > g->memory_gib)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: rank %d needs %.1f GiB; "
+			             "%s GPU %d has %.1f GiB", K->dir, r, n,
+			             K->c->nodes[K->host[r]].host, g->index,
+			             g->memory_gib);
 	}
-	return 0;
+	free(need);
+	return rc;
 }
 
 /* max_moves (an integer) against torchrun's default placement (node rank
