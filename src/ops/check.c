@@ -24,8 +24,10 @@ typedef struct envf {
 	int seen;          /* bit per required key */
 } envf;
 
-static int cmp_str(const void *a, const void *b)
+/* For tm_sort, a merge sort: n log n whatever the names. */
+static int cmp_str(const void *a, const void *b, void *ctx)
 {
+	(void)ctx;
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
@@ -1055,7 +1057,7 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 		}
 	}
 	closedir(d);
-	qsort(names, (size_t)ne, sizeof(char *), cmp_str);
+	tm_sort(names, (size_t)ne, sizeof(char *), cmp_str, NULL);
 	E = xcalloc((size_t)(ne ? ne : 1), sizeof *E);
 	for (int i = 0; i < ne && !rc; i++)
 		rc = read_env(dir, names[i], &E[i], err);

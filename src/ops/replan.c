@@ -628,6 +628,12 @@ static void gpu_name(const tm_problem *pb, int g, char *buf, size_t len)
 	         pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index);
 }
 
+static int cmp_work(const void *a, const void *b, void *ctx)
+{
+	(void)ctx;
+	return tm_cmp_dbl(a, b);
+}
+
 /* For each pipeline stage, how many stages do more work: from the works
  * sorted once, so that a plan that moves every rank of a deep pipeline
  * does not count over the stages for each of them. */
@@ -636,7 +642,7 @@ static int *stages_heavier(const tm_problem *pb)
 	double *w = xmalloc(sizeof(double) * (size_t)pb->npp);
 	int *n = xmalloc(sizeof(int) * (size_t)pb->npp);
 	memcpy(w, pb->work, sizeof(double) * (size_t)pb->npp);
-	qsort(w, (size_t)pb->npp, sizeof(double), tm_cmp_dbl);
+	tm_sort(w, (size_t)pb->npp, sizeof(double), cmp_work, NULL);
 	for (int s = 0; s < pb->npp; s++) {
 		double x = pb->work[s] * (1 + 1e-9);
 		int lo = 0, hi = pb->npp;  /* the first work above x */
