@@ -24,8 +24,10 @@ typedef struct envf {
 	int seen;          /* bit per required key */
 } envf;
 
-static int cmp_str(const void *a, const void *b)
+/* For tm_sort, a merge sort: n log n whatever the names. */
+static int cmp_str(const void *a, const void *b, void *ctx)
 {
+	(void)ctx;
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
@@ -143,6 +145,120 @@ typedef struct chk {
 	tm_error *err;
 } chk;
 
+/* A host's GPUs sorted for lookups: by UUID and by index, each then by
+ * position, so that the first in file order is found, as a pass over
+ * them would. A node of a thousand GPUs costs its sort, not a pass per
+ * CUDA_VISIBLE_DEVICES entry. */
+typedef struct hostgpus {
+	const tm_node *n;
+	int *uuid;            /* positions of the GPUs with a UUID */
+	int *index;           /* positions of every GPU */
+	int nu;
+} hostgpus;
+
+static int cmp_gpu_uuid(const void *x, const void *y, void *ctx)
+{
+	const tm_node *n = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	int c = strcmp(n->gpus[a].uuid, n->gpus[b].uuid);
+	return c ? c : (a > b) - (a < b);
+}
+
+static int cmp_gpu_index(const void *x, const void *y, void *ctx)
+{
+	const tm_node *n = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	if (n->gpus[a].index != n->gpus[b].index)
+		return n->gpus[a].index < n->gpus[b].index ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+static void hostgpus_make(const tm_node *n, hostgpus *H)
+{
+	H->n = n;
+	H->nu = 0;
+	H->uuid = xmalloc(sizeof(int) * (size_t)n->ngpus);
+	H->index = xmalloc(sizeof(int) * (size_t)n->ngpus);
+	for (int g = 0; g < n->ngpus; g++) {
+		if (n->gpus[g].uuid)
+			H->uuid[H->nu++] = g;
+		H->index[g] = g;
+	}
+	tm_sort(H->uuid, (size_t)H->nu, sizeof(int), cmp_gpu_uuid, (void *)n);
+	tm_sort(H->index, (size_t)n->ngpus, sizeof(int), cmp_gpu_index,
+	        (void *)n);
+}
+
+static void hostgpus_free(hostgpus *H)
+{
+	free(H->uuid);
+	free(H->index);
+}
+
+/* The first place in H->index whose GPU index is idx or more. */
+static int index_at(const hostgpus *H, int idx)
+{
+	int lo = 0, hi = H->n->ngpus;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (H->n->gpus[H->index[mid]].index < idx)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Resolves one CUDA_VISIBLE_DEVICES entry to a GPU of the host: the
+ * first GPU with that UUID, else the first with that index. */
+static int resolve(const hostgpus *H, const char *tok)
+{
+	const tm_node *n = H->n;
+	int lo = 0, hi = H->nu, idx;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (strcmp(n->gpus[H->uuid[mid]].uuid, tok) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < H->nu && !strcmp(n->gpus[H->uuid[lo]].uuid, tok))
+		return H->uuid[lo];
+	if (parse_int(tok, &idx) == 0) {
+		lo = index_at(H, idx);
+		if (lo < n->ngpus && n->gpus[H->index[lo]].index == idx)
+			return H->index[lo];
+	}
+	return -1;
+}
+
+/* Hosts of the cluster (ctx) by name, then file order. */
+static int cmp_host_name(const void *x, const void *y, void *ctx)
+{
+	const tm_cluster *c = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	int k = strcmp(c->nodes[a].host, c->nodes[b].host);
+	return k ? k : (a > b) - (a < b);
+}
+
+/* The last host named name in file order (byname: the hosts sorted by
+ * cmp_host_name), or -1: a binary search, not a pass over the hosts for
+ * every env file. */
+static int find_host(const tm_cluster *c, const int *byname,
+                     const char *name)
+{
+	int lo = 0, hi = c->nnodes;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (strcmp(c->nodes[byname[mid]].host, name) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && !strcmp(c->nodes[byname[lo - 1]].host, name) ?
+	       byname[lo - 1] : -1;
+}
+
 static bool nvl(const chk *K, int a, int b)
 {
 	const tm_node *n = &K->c->nodes[K->host[a]];
@@ -159,43 +275,142 @@ static int link_fail(const chk *K, const char *what, int a, int b)
 	               y->gpus[K->gpu[b]].index);
 }
 
-static bool same_but(const chk *K, int a, int b, int dim)
+/* Ranks (ctx: the check) by their coordinates other than dim, which
+ * puts the ranks that differ only in dim side by side; then by dim itself
+ * when sort_dim, then by rank. */
+typedef struct grouping {
+	const chk *K;
+	int dim;
+	bool sort_dim;
+} grouping;
+
+static int cmp_group(const void *x, const void *y, void *ctx)
 {
+	const grouping *G = ctx;
+	int a = *(const int *)x, b = *(const int *)y;
+	const int *ca = G->K->coord[a], *cb = G->K->coord[b];
 	for (int d = 0; d < TM_NDIM; d++)
-		if (d != dim && K->coord[a][d] != K->coord[b][d])
-			return false;
-	return true;
+		if (d != G->dim && ca[d] != cb[d])
+			return ca[d] < cb[d] ? -1 : 1;
+	if (G->sort_dim && ca[G->dim] != cb[G->dim])
+		return ca[G->dim] < cb[G->dim] ? -1 : 1;
+	return (a > b) - (a < b);
+}
+
+/* The ranks that differ only in dim, as groups: ord holds every rank,
+ * group by group (ordered as cmp_group says); rank r sits at ord[at[r]]
+ * in the group ord[first[r]] .. ord[end[r] - 1]. Sorting, not comparing
+ * every two ranks, so that a world of a million ranks takes a moment. */
+typedef struct groups {
+	int *ord, *at, *first, *end;
+} groups;
+
+static void groups_make(const chk *K, int dim, bool sort_dim, groups *S)
+{
+	int n = K->j->world;
+	grouping G = { K, dim, sort_dim };
+	S->ord = xmalloc(sizeof(int) * (size_t)n);
+	S->at = xmalloc(sizeof(int) * (size_t)n);
+	S->first = xmalloc(sizeof(int) * (size_t)n);
+	S->end = xmalloc(sizeof(int) * (size_t)n);
+	for (int r = 0; r < n; r++)
+		S->ord[r] = r;
+	tm_sort(S->ord, (size_t)n, sizeof(int), cmp_group, &G);
+	for (int i = 1, g0 = 0; i <= n; i++) {
+		bool same = i < n;
+		for (int d = 0; d < TM_NDIM && same; d++)
+			same = d == dim ||
+			       K->coord[S->ord[i]][d] == K->coord[S->ord[i - 1]][d];
+		if (same)
+			continue;
+		for (int k = g0; k < i; k++) {
+			S->at[S->ord[k]] = k;
+			S->first[S->ord[k]] = g0;
+			S->end[S->ord[k]] = i;
+		}
+		g0 = i;
+	}
+}
+
+static void groups_free(groups *S)
+{
+	free(S->ord);
+	free(S->at);
+	free(S->first);
+	free(S->end);
 }
 
 /* tp_nvlink as recorded in plan.json: every two ranks that differ only in
- * their tensor-parallel coordinate are joined by NVLink. */
+ * their tensor-parallel coordinate are joined by NVLink. The first pair
+ * that is not, a before b, in rank order: for each rank a, the ranks after
+ * it in its group. Every one that passes is on a's host, so a rank costs
+ * at most its host's GPUs. */
 static int check_tp_nvlink(const chk *K)
 {
 	const tm_job *j = K->j;
-	for (int a = 0; a < j->world; a++)
-		for (int b = a + 1; b < j->world; b++)
-			if (same_but(K, a, b, TM_TP) && !nvl(K, a, b))
-				return link_fail(K, "tp_nvlink", a, b);
-	return 0;
+	groups S;
+	int rc = 0;
+	groups_make(K, TM_TP, false, &S);
+	for (int a = 0; a < j->world && !rc; a++)
+		for (int i = S.at[a] + 1; i < S.end[a] && !rc; i++)
+			if (!nvl(K, a, S.ord[i]))
+				rc = link_fail(K, "tp_nvlink", a, S.ord[i]);
+	groups_free(&S);
+	return rc;
 }
 
 /* pp_nvlink: pipeline hops are the chunk-to-chunk transfers that carry
- * activations (act_mib > 0). */
+ * activations (act_mib > 0). The first pair that is not joined, in the
+ * order of the chunks, then of the sending rank, then of the receiving
+ * one. A hop between the same two pipeline ranks is checked once: with
+ * virtual stages the hops repeat, and a pair that passed passes again. */
 static int check_pp_nvlink(const chk *K)
 {
 	const tm_job *j = K->j;
-	int pp = j->size[TM_PP];
-	for (int c = 0; c + 1 < j->nstages; c++) {
+	int pp = j->size[TM_PP], rc = 0;
+	unsigned char *seen = xcalloc((size_t)pp, 1);
+	int *cnt = xcalloc((size_t)pp + 1, sizeof(int));
+	int *by_pp = xmalloc(sizeof(int) * (size_t)j->world);
+	groups S;
+
+	/* the ranks of each pipeline rank, in rank order */
+	for (int r = 0; r < j->world; r++)
+		cnt[K->coord[r][TM_PP] + 1]++;
+	for (int s = 0; s < pp; s++)
+		cnt[s + 1] += cnt[s];
+	for (int r = 0; r < j->world; r++)
+		by_pp[cnt[K->coord[r][TM_PP]]++] = r;
+	for (int s = pp; s > 0; s--)
+		cnt[s] = cnt[s - 1];
+	cnt[0] = 0;
+	/* groups by the other coordinates, each by pipeline rank, then rank */
+	groups_make(K, TM_PP, true, &S);
+	for (int c = 0; c + 1 < j->nstages && !rc; c++) {
 		int from = c % pp, to = (c + 1) % pp;
-		if (from == to || !(j->stages[c].act_mib > 0))
+		if (from == to || !(j->stages[c].act_mib > 0) || seen[from])
 			continue;
-		for (int a = 0; a < j->world; a++)
-			for (int b = 0; b < j->world; b++)
-				if (K->coord[a][TM_PP] == from && K->coord[b][TM_PP] == to &&
-				    same_but(K, a, b, TM_PP) && !nvl(K, a, b))
-					return link_fail(K, "pp_nvlink", a, b);
+		seen[from] = 1;  /* to follows from */
+		for (int x = cnt[from]; x < cnt[from + 1] && !rc; x++) {
+			int a = by_pp[x], lo = S.first[a], hi = S.end[a];
+			/* the first of a's group on pipeline rank to */
+			while (lo < hi) {
+				int mid = lo + (hi - lo) / 2;
+				if (K->coord[S.ord[mid]][TM_PP] < to)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			for (int i = lo; i < S.end[a] && !rc &&
+			     K->coord[S.ord[i]][TM_PP] == to; i++)
+				if (!nvl(K, a, S.ord[i]))
+					rc = link_fail(K, "pp_nvlink", a, S.ord[i]);
+		}
 	}
-	return 0;
+	groups_free(&S);
+	free(seen);
+	free(cnt);
+	free(by_pp);
+	return rc;
 }
 
 /* A plan written by replan: replan.from names each rank's previous GPU
@@ -295,22 +510,27 @@ static int check_previous(const chk *K, const tm_pc_replan *rp,
 	return rc;
 }
 
-/* Memory per rank: the sum of mem_gib over its chunks fits its GPU. */
+/* Memory per rank: the sum of mem_gib over its chunks fits its GPU. The
+ * sums are made once per pipeline rank, not once per rank. */
 static int check_memory(const chk *K)
 {
 	const tm_job *j = K->j;
-	for (int r = 0; r < j->world; r++) {
+	int pp = j->size[TM_PP], rc = 0;
+	double *need = xcalloc((size_t)pp, sizeof(double));
+	for (int s = 0; s < pp; s++)
+		for (int c = s; c < j->nstages; c += pp)
+			need[s] += j->stages[c].mem_gib;
+	for (int r = 0; r < j->world && !rc; r++) {
 		const tm_gpu *g = &K->c->nodes[K->host[r]].gpus[K->gpu[r]];
-		double need = 0;
-		for (int c = K->coord[r][TM_PP]; c < j->nstages; c += j->size[TM_PP])
-			need += j->stages[c].mem_gib;
-		if (isfinite(need) && isfinite(g->memory_gib) && need > g->memory_gib)
-			return tm_fail(K->err, TM_EINPUT, "%s: rank %d needs %.1f GiB; "
-			               "%s GPU %d has %.1f GiB", K->dir, r, need,
-			               K->c->nodes[K->host[r]].host, g->index,
-			               g->memory_gib);
+		double n = need[K->coord[r][TM_PP]];
+		if (isfinite(n) && isfinite(g->memory_gib) && n > g->memory_gib)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: rank %d needs %.1f GiB; "
+			             "%s GPU %d has %.1f GiB", K->dir, r, n,
+			             K->c->nodes[K->host[r]].host, g->index,
+			             g->memory_gib);
 	}
-	return 0;
+	free(need);
+	return rc;
 }
 
 /* max_moves (an integer) against torchrun's default placement (node rank
@@ -332,20 +552,21 @@ static int check_max_moves(const chk *K, long long mm, bool replan,
 	moves = 0;
 	for (int h = 0; h < K->c->nnodes && n < j->world / nproc; h++) {
 		const tm_node *node = &K->c->nodes[h];
+		hostgpus H = { 0 };
 		if (node->ngpus < nproc)
 			continue;
 		for (int i = 0; i < nproc; i++) {
-			int r = n * nproc + i, below = 0;
+			int r = n * nproc + i;
 			if (K->host[r] != h) {
 				moves++;
 				continue;
 			}
 			/* rank r stays iff its GPU has exactly i smaller indices */
-			for (int k = 0; k < node->ngpus; k++)
-				below += node->gpus[k].index <
-				         node->gpus[K->gpu[r]].index;
-			moves += below != i;
+			if (!H.n)
+				hostgpus_make(node, &H);
+			moves += index_at(&H, node->gpus[K->gpu[r]].index) != i;
 		}
+		hostgpus_free(&H);
 		n++;
 	}
 	if (moves > mm)
@@ -528,38 +749,26 @@ static int check_ranks(const chk *K, const tm_plancheck *P)
 	return 0;
 }
 
-/* Resolves one CUDA_VISIBLE_DEVICES entry to a GPU of the host. */
-static int resolve(const tm_node *n, const char *tok)
-{
-	int idx;
-	for (int g = 0; g < n->ngpus; g++)
-		if (n->gpus[g].uuid && !strcmp(n->gpus[g].uuid, tok))
-			return g;
-	if (parse_int(tok, &idx) == 0)
-		for (int g = 0; g < n->ngpus; g++)
-			if (n->gpus[g].index == idx)
-				return g;
-	return -1;
-}
-
 static int check_envs(chk *K, envf *E, int ne, const char *id)
 {
 	const tm_job *j = K->j;
 	int nnodes = j->world / j->nproc_per_node;
 	int *node_file = xmalloc(sizeof(int) * (size_t)nnodes);
+	int *byname = xmalloc(sizeof(int) * (size_t)K->c->nnodes);
 	int rc = 0;
 
 	for (int n = 0; n < nnodes; n++)
 		node_file[n] = -1;
+	for (int h = 0; h < K->c->nnodes; h++)
+		byname[h] = h;
+	tm_sort(byname, (size_t)K->c->nnodes, sizeof(int), cmp_host_name,
+	        (void *)K->c);
 	if (ne != nnodes)
 		rc = tm_fail(K->err, TM_EINPUT, "%s/env: %d env file(s); the job "
 		             "needs %d node(s)", K->dir, ne, nnodes);
 	for (int i = 0; i < ne && !rc; i++) {
 		envf *e = &E[i];
-		int h = -1;
-		for (int k = 0; k < K->c->nnodes; k++)
-			if (!strcmp(K->c->nodes[k].host, e->host))
-				h = k;
+		int h = find_host(K->c, byname, e->host);
 		if (h < 0)
 			rc = tm_fail(K->err, TM_EINPUT, "%s: host %s is not in %s",
 			             e->path, e->host, K->c->file);
@@ -586,9 +795,11 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 			char *dev = xstrdup(e->devices), *save = NULL, *tok;
 			unsigned char *taken = xcalloc((size_t)n->ngpus, 1);
 			int local = 0;
+			hostgpus H;
+			hostgpus_make(n, &H);
 			for (tok = strtok_r(dev, ",", &save); tok && !rc;
 			     tok = strtok_r(NULL, ",", &save), local++) {
-				int g = resolve(n, tok), r;
+				int g = resolve(&H, tok), r;
 				if (g < 0)
 					rc = tm_fail(K->err, TM_EINPUT, "%s: CUDA_VISIBLE_DEVICES "
 					             "entry %d (%s) is not a GPU of host %s",
@@ -608,6 +819,7 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 				             local, j->nproc_per_node);
 			free(dev);
 			free(taken);
+			hostgpus_free(&H);
 		}
 	}
 	for (int n = 0; n < nnodes && !rc; n++) {
@@ -618,6 +830,7 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 			             E[node_file[0]].host);
 	}
 	free(node_file);
+	free(byname);
 	return rc;
 }
 
@@ -783,7 +996,7 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	const tm_pc_replan *rp = &P.replan;
 	envf *E = NULL;
 	char **names = NULL, envdir[4200];
-	int ne = 0, rc = 0, moves = 0;
+	int ne = 0, nalloc = 0, rc = 0, moves = 0;
 	const char *id, *s, *v;
 	DIR *d;
 	struct dirent *de;
@@ -835,12 +1048,16 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	while ((de = readdir(d))) {
 		size_t n = strlen(de->d_name);
 		if (n > 4 && !strcmp(de->d_name + n - 4, ".env")) {
-			names = xrealloc(names, sizeof(char *) * (size_t)(ne + 1));
+			if (ne == nalloc) {
+				nalloc = nalloc ? 2 * nalloc : 64;
+				names = xrealloc(names, sizeof(char *) *
+				                 (size_t)nalloc);
+			}
 			names[ne++] = xstrdup(de->d_name);
 		}
 	}
 	closedir(d);
-	qsort(names, (size_t)ne, sizeof(char *), cmp_str);
+	tm_sort(names, (size_t)ne, sizeof(char *), cmp_str, NULL);
 	E = xcalloc((size_t)(ne ? ne : 1), sizeof *E);
 	for (int i = 0; i < ne && !rc; i++)
 		rc = read_env(dir, names[i], &E[i], err);

@@ -42,6 +42,20 @@ static int cmp_host_gpu(const void *x, const void *y)
 	return c ? c : (a->gpu > b->gpu) - (a->gpu < b->gpu);
 }
 
+/* The two orders for tm_sort, a merge sort: n log n whatever the input,
+ * where the C library's qsort may fall back to a quicksort. */
+static int sort_host_uuid(const void *x, const void *y, void *ctx)
+{
+	(void)ctx;
+	return cmp_host_uuid(x, y);
+}
+
+static int sort_host_gpu(const void *x, const void *y, void *ctx)
+{
+	(void)ctx;
+	return cmp_host_gpu(x, y);
+}
+
 /* NEW's GPUs sorted three ways, so that "is OLD's GPU still used" costs a
  * binary search, not a pass over a world of up to 2^20 ranks. */
 typedef struct gpuset {
@@ -66,9 +80,9 @@ static void gpuset_init(gpuset *S, const tm_plan_doc *P)
 			S->bare[S->nb++] = d;
 		S->all[S->na++] = d;
 	}
-	qsort(S->by_uuid, S->nu, sizeof *S->by_uuid, cmp_host_uuid);
-	qsort(S->bare, S->nb, sizeof *S->bare, cmp_host_gpu);
-	qsort(S->all, S->na, sizeof *S->all, cmp_host_gpu);
+	tm_sort(S->by_uuid, S->nu, sizeof *S->by_uuid, sort_host_uuid, NULL);
+	tm_sort(S->bare, S->nb, sizeof *S->bare, sort_host_gpu, NULL);
+	tm_sort(S->all, S->na, sizeof *S->all, sort_host_gpu, NULL);
 }
 
 static void gpuset_clear(gpuset *S)

@@ -628,11 +628,45 @@ static void gpu_name(const tm_problem *pb, int g, char *buf, size_t len)
 	         pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index);
 }
 
-/* Why rank r moves from its previous GPU to flat[r]. */
-static void move_why(const replan *R, int r, strbuf *b)
+static int cmp_work(const void *a, const void *b, void *ctx)
+{
+	(void)ctx;
+	return tm_cmp_dbl(a, b);
+}
+
+/* For each pipeline stage, how many stages do more work: from the works
+ * sorted once, so that a plan that moves every rank of a deep pipeline
+ * does not count over the stages for each of them. */
+static int *stages_heavier(const tm_problem *pb)
+{
+	double *w = xmalloc(sizeof(double) * (size_t)pb->npp);
+	int *n = xmalloc(sizeof(int) * (size_t)pb->npp);
+	memcpy(w, pb->work, sizeof(double) * (size_t)pb->npp);
+	tm_sort(w, (size_t)pb->npp, sizeof(double), cmp_work, NULL);
+	for (int s = 0; s < pb->npp; s++) {
+		double x = pb->work[s] * (1 + 1e-9);
+		int lo = 0, hi = pb->npp;  /* the first work above x */
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			if (w[mid] > x)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		n[s] = pb->npp - lo;
+	}
+	free(w);
+	return n;
+}
+
+/* Why rank r moves from its previous GPU to flat[r]; heavier_than: per
+ * stage, how many stages do more work. */
+static void move_why(const replan *R, const int *heavier_than, int r,
+                     strbuf *b)
 {
 	const tm_problem *pb = R->pb;
-	int s = pb->rank_stage[r], g = R->flat[r], o = R->ref[r], heavier = 0;
+	int s = pb->rank_stage[r], g = R->flat[r], o = R->ref[r];
+	int heavier = heavier_than[s];
 	char a[300], z[300];
 	int n0 = r / pb->nproc * pb->nproc;
 
@@ -657,8 +691,6 @@ static void move_why(const replan *R, int r, strbuf *b)
 		       "under the new profile");
 		return;
 	}
-	for (int q = 0; q < pb->npp; q++)
-		heavier += pb->work[q] > pb->work[s] * (1 + 1e-9);
 	gpu_name(pb, o, a, sizeof a);
 	gpu_name(pb, g, z, sizeof z);
 	{
@@ -703,6 +735,7 @@ static void write_replan(jw *w, void *ud)
 	const tm_problem *pb = R->pb;
 	strbuf b;
 	char x[300];
+	int *heavier;
 
 	sb_init(&b);
 	jw_obj(w, "replan", false);
@@ -732,6 +765,7 @@ static void write_replan(jw *w, void *ud)
 	}
 	jw_end_arr(w);
 	jw_arr(w, "moves", false);
+	heavier = stages_heavier(pb);
 	for (int r = 0; r < pb->nranks; r++) {
 		if (R->flat[r] == R->ref[r])
 			continue;
@@ -743,12 +777,13 @@ static void write_replan(jw *w, void *ud)
 		jw_str(w, "to", x);
 		b.len = 0;
 		b.s[0] = '\0';
-		move_why(R, r, &b);
+		move_why(R, heavier, r, &b);
 		jw_str(w, "why", b.s);
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);
 	jw_end_obj(w);
+	free(heavier);
 	sb_free(&b);
 }
 

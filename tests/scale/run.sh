@@ -10,6 +10,13 @@
 # a short limit: neither's proven bound may lie above the other's time, and
 # where the decomposition proves its time optimal the direct program finds
 # nothing faster.
+# Then check, replan and diff at 8,192 GPUs (1,025 hosts, one spare; tp2
+# pp4 dp1024 with each node one tensor- and pipeline-parallel block):
+# check confirms a plan whose policy asks for tp_nvlink and pp_nvlink, and
+# names the first pair a host without NVLink breaks, the same pair the
+# pairwise search named; with a host gone, replan takes the repair (past
+# the exact program's size), moves only that host's node to the spare, and
+# its plan passes check --previous and diff.
 # THERMAP names the binary (build/thermap by default); GEN the generator.
 # shellcheck source=tests/lib.sh
 . tests/lib.sh
@@ -91,5 +98,62 @@ for job in "2 8 4" "1 16 4"; do
 		bad "$n: thermap plan failed"
 	fi
 done
+
+# 8,192 GPUs: check, replan with a host gone, diff
+S=$W/8k
+"$G" 1025 2 4 1024 "$S" || { echo "scale: generator failed"; exit 1; }
+sed 's/"order": "tp-cp-ep-dp-pp"/"order": "tp-pp-cp-ep-dp"/' "$S/job.json" >"$S/job-node.json"
+sed 's/"tp_nvlink": false, "pp_nvlink": false/"tp_nvlink": true, "pp_nvlink": true/' \
+	policies/identity.json >"$S/nvlink.json"
+grep -q '"order": "tp-pp-cp-ep-dp"' "$S/job-node.json" &&
+	grep -q '"tp_nvlink": true, "pp_nvlink": true' "$S/nvlink.json" ||
+	{ echo "scale: the generated job or policies/identity.json changed form"; exit 1; }
+SJ="--job $S/job-node.json --profile $S/profile.json"
+# shellcheck disable=SC2086
+expect 0 8k-plan "$T" plan --cluster "$S/cluster.json" $SJ --policy "$S/nvlink.json" \
+	-o "$S/p" --quiet
+# shellcheck disable=SC2086
+expect 0 8k-check "$T" check --cluster "$S/cluster.json" $SJ --plan "$S/p"
+has 8k-check "$W/8k-check.out" "8192 ranks on 1024 node(s)"
+has 8k-check "$W/8k-check.out" "tp_nvlink holds; pp_nvlink holds; predictions reproduced"
+# host gpu-0700 (node 700: ranks 5600-5607, tp fastest, then pp) without
+# NVLink: the plan as made, with plan.json asking for each constraint
+awk '/"host": "gpu-0700"/ { on = 1 } /"link_gb_per_s"/ { on = 0 }
+	on && /^ *\[/ { gsub(/NV18/, "PIX") } { print }' "$S/cluster.json" >"$S/pix.json"
+# shellcheck disable=SC2086
+expect 0 8k-pix-plan "$T" plan --cluster "$S/pix.json" $SJ --policy policies/identity.json \
+	-o "$S/x" --quiet
+for c in tp pp; do
+	cp -r "$S/x" "$S/x-$c"
+	sed "s/\"${c}_nvlink\": false/\"${c}_nvlink\": true/" "$S/x/plan.json" >"$S/x-$c/plan.json"
+	expect 4 "8k-pix-$c" "$T" check --cluster "$S/pix.json" --job "$S/job-node.json" \
+		--plan "$S/x-$c"
+done
+one_line 8k-pix-tp "$S/x-tp: tp_nvlink: ranks 5600 (gpu-0700 GPU 0) and 5601 (gpu-0700 GPU 1) are not joined by NVLink"
+one_line 8k-pix-pp "$S/x-pp: pp_nvlink: ranks 5600 (gpu-0700 GPU 0) and 5602 (gpu-0700 GPU 2) are not joined by NVLink"
+# host gpu-1023 (node 1023) gone; gpu-1024 is free
+awk '/^    [{]$/ { held = $0; next }
+	held != "" { if ($0 ~ /"host": "gpu-1023"/) skip = 1; else print held; held = "" }
+	skip { if ($0 ~ /^    [}],?$/) skip = 0; next }
+	{ print }' "$S/cluster.json" >"$S/lost.json"
+if grep -q '"gpu-1023"' "$S/lost.json" || ! grep -q '"gpu-1024"' "$S/lost.json"; then
+	echo "scale: the generated cluster changed form"; exit 1
+fi
+# shellcheck disable=SC2086
+expect 0 8k-replan "$T" replan --previous "$S/p" --cluster "$S/lost.json" $SJ \
+	--policy "$S/nvlink.json" -o "$S/r" --quiet
+has 8k-replan "$W/8k-replan.out" '"decision": "repair"'
+has 8k-replan "$W/8k-replan.out" '"fewest_moves": 8, "moved_ranks": 8'
+[ "$(str "$S/r/plan.json" formulation "$I")" = repair ] && ok ||
+	bad "8k: the least change used $(str "$S/r/plan.json" formulation "$I"), not the repair"
+[ "$(grep -cE '"rank": (818[4-9]|819[01]), "from": "gpu-1023:[0-7]", "to": "gpu-1024:[0-7]"' \
+	"$S/r/plan.json")" = 8 ] && ok || bad "8k: replan moved other ranks than node 1023's to gpu-1024"
+# shellcheck disable=SC2086
+expect 0 8k-check-replan "$T" check --cluster "$S/lost.json" $SJ --plan "$S/r" --previous "$S/p"
+has 8k-check-replan "$W/8k-check-replan.out" "replan moves match the previous plan"
+expect 0 8k-diff "$T" diff "$S/p" "$S/r"
+has 8k-diff "$W/8k-diff.out" ": 8 of 8192 ranks move"
+[ "$(grep -c 'gpu-1023 GPU [0-7] -> gpu-1024 GPU [0-7]: forced: host gpu-1023 is not in' "$W/8k-diff.out")" = 8 ] &&
+	ok || bad "8k: diff does not list node 1023's 8 forced moves"
 
 finish
