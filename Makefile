@@ -181,6 +181,9 @@ bench: all
 	@echo
 	@echo "== thermap plan at scale (docs/bench.md)"
 	@sh scripts/bench-scale.sh $(B)/thermap
+	@echo
+	@echo "== the whole loop at 8,192 to 131,072 GPUs (docs/bench.md)"
+	@sh scripts/bench-large.sh $(B)/thermap
 
 clean:
 	rm -rf build build-san build-tsan build-fuzz libthermap.a demo-plan
