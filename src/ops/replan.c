@@ -334,8 +334,10 @@ static bool repair(const tm_problem *pb, int *flat)
  * the whole time limit. */
 #define LEAST_EXACT_MAX 256
 
-/* A solution for a placement no solver phase produced (the repair). */
-static void hand_solution(const tm_problem *pb, const int *flat,
+/* A solution for a placement no solver phase produced (the repair). Its
+ * moves have a proven bound, lb: every rank whose GPU is gone moves, and
+ * a previous placement that cannot stay moves at least one rank. */
+static void hand_solution(const tm_problem *pb, const int *flat, int lb,
                           tm_solution *sol)
 {
 	int *id = xmalloc(sizeof(int) * (size_t)pb->nranks);
@@ -347,10 +349,12 @@ static void hand_solution(const tm_problem *pb, const int *flat,
 	free(id);
 	tm_eval_flat(pb, flat, 0, &sol->ev);
 	sol->ev.feasible = true;
-	snprintf(sol->status, sizeof sol->status, "heuristic");
+	snprintf(sol->status, sizeof sol->status, "feasible");
 	snprintf(sol->formulation, sizeof sol->formulation, "repair");
 	sol->objective = sol->ev.moves;
-	sol->bound = sol->gap = NAN;
+	sol->bound = fmin(lb, sol->objective);
+	sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
+	           sol->objective : 0;
 	sol->t_ref_ms = sol->ev.iteration_ms;
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);
@@ -426,7 +430,7 @@ static int least_change(const tm_cluster *c, const tm_profile *p,
 		               "to a free host", why);
 	}
 	if (!lsol->pl)
-		hand_solution(*pl, least, lsol);
+		hand_solution(*pl, least, nl > 1 ? nl : 1, lsol);
 	return 0;
 }
 

@@ -146,6 +146,10 @@ has 8k-replan "$W/8k-replan.out" '"decision": "repair"'
 has 8k-replan "$W/8k-replan.out" '"fewest_moves": 8, "moved_ranks": 8'
 [ "$(str "$S/r/plan.json" formulation "$I")" = repair ] && ok ||
 	bad "8k: the least change used $(str "$S/r/plan.json" formulation "$I"), not the repair"
+# the repair's moves are proven least: the 8 ranks whose GPUs are gone
+[ "$(num "$S/r/plan.json" bound "$I")" = 8 ] && [ "$(num "$S/r/plan.json" gap "$I")" = 0 ] &&
+	[ "$(str "$S/r/plan.json" status "$I")" = feasible ] && ok ||
+	bad "8k: the repair's solver is not feasible with bound 8, gap 0"
 [ "$(grep -cE '"rank": (818[4-9]|819[01]), "from": "gpu-1023:[0-7]", "to": "gpu-1024:[0-7]"' \
 	"$S/r/plan.json")" = 8 ] && ok || bad "8k: replan moved other ranks than node 1023's to gpu-1024"
 # shellcheck disable=SC2086
