@@ -368,6 +368,61 @@ static void test_greedy_deadline(void **state)
 	}
 }
 
+/* The peak after the time: a node rank on a hot host moves to the spare
+ * host at the same time, and whatever tm_cool_peak returns, the placement
+ * it leaves is valid and no worse by the policy's order. */
+static void test_cool_peak(void **state)
+{
+	(void)state;
+	tt_seq.s = 0xc001ull;
+	for (int it = 0; it < 200; it++) {
+		int nh = tt_int(2, 6), ng = 2, nodes = tt_int(1, nh - 1);
+		tm_cluster *c = tt_cluster(nh, ng, 3);
+		tm_profile *p = tt_profile(c, it == 0 || it % 2);
+		tm_job *j = tt_job(nodes * ng, ng, 1, nodes * ng > 1 ? 2 : 1, 1,
+		                   true, false);
+		tm_policy *pol = policy(TM_METHOD_ILP);
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_eval a, b;
+		int *flat = xmalloc(sizeof(int) * (size_t)(nodes * ng));
+		int *was = xmalloc(sizeof(int) * (size_t)(nodes * ng));
+		bool stopped = false, moved;
+		char why[256];
+		/* the first host hot in the directed cases */
+		if (it == 0)
+			for (int g = 0; g < ng; g++)
+				p->gpus[g].ambient_c = 60;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		tm_identity(pb, flat);
+		memcpy(was, flat, sizeof(int) * (size_t)(nodes * ng));
+		tm_eval_flat(pb, flat, 0, &a);
+		moved = tm_cool_peak(pb, 0, flat, &stopped);
+		assert_false(stopped);
+		tm_eval_flat(pb, flat, 0, &b);
+		if (moved) {
+			assert_true(tm_eval_better(pb, &b, &a));
+			assert_true(tm_constraints_ok(pb, flat, b.iteration_ms, why,
+			                              sizeof why));
+		} else {
+			assert_memory_equal(flat, was, sizeof(int) *
+			                    (size_t)(nodes * ng));
+		}
+		if (it == 0) {
+			/* host 0 (GPUs 0 and 1) is left for a spare */
+			assert_true(moved);
+			for (int r = 0; r < nodes * ng; r++)
+				assert_true(pb->gpu_host[flat[r]] != 0);
+			assert_true(b.iteration_ms <= tm_crit_bound(pb,
+			            TM_CRIT_TIME, a.iteration_ms));
+			assert_true(b.peak_temp_c < a.peak_temp_c - 1);
+		}
+		free(flat);
+		free(was);
+		tt_free(pb, pol, j, p, c);
+	}
+}
+
 static void test_infeasible_tp_nvlink(void **state)
 {
 	tm_cluster *c = tt_cluster(1, 4, 2);
@@ -578,6 +633,7 @@ int main(void)
 		cmocka_unit_test(test_permutation_invariance),
 		cmocka_unit_test(test_greedy_not_worse),
 		cmocka_unit_test(test_greedy_deadline),
+		cmocka_unit_test(test_cool_peak),
 		cmocka_unit_test(test_infeasible_tp_nvlink),
 		cmocka_unit_test(test_too_few_hosts),
 		cmocka_unit_test(test_memory_fit),

@@ -471,6 +471,179 @@ static bool balance_replicas(const tm_problem *pb, double deadline_ms,
 	return stopped;
 }
 
+/* ---- the peak after the time ---------------------------------------------
+ * With time first and peak_temp among the criteria, the placement's time
+ * is held (within the policy's tolerance) while the hottest node rank's
+ * host is given lighter work: exchange it with the node rank of a lighter
+ * pipeline rank whose host, doing the heavier work, stays cooler than
+ * the peak. Temperatures are taken at the starting placement's time; the
+ * result is kept only when the model's own evaluation finds it better by
+ * the policy's order and every constraint holds. */
+
+/* Node rank n's hottest GPU if its ranks ran on node rank m's GPUs (place
+ * by place) at an iteration of t ms. */
+static double node_temp_on(const tm_problem *pb, const int *flat, int n, int m,
+                           double t)
+{
+	double x = -INFINITY;
+	for (int i = 0; i < pb->nproc; i++)
+		x = fmax(x, tm_rank_temp(pb, n * pb->nproc + i,
+		                         flat[m * pb->nproc + i], t));
+	return x;
+}
+
+/* Node rank n's ranks moved to host h, each to the GPU at the position
+ * it has now. */
+static void move_node(const tm_problem *pb, int *flat, int n, int h)
+{
+	for (int i = 0; i < pb->nproc; i++) {
+		int *g = &flat[n * pb->nproc + i];
+		*g = pb->host_first[h] + pb->gpu_pos[*g];
+	}
+}
+
+/* Node rank n's hottest GPU on host h (as move_node puts it) at t ms. */
+static double node_temp_at(const tm_problem *pb, const int *flat, int n,
+                           int h, double t)
+{
+	double x = -INFINITY;
+	for (int i = 0; i < pb->nproc; i++) {
+		int r = n * pb->nproc + i;
+		x = fmax(x, tm_rank_temp(pb, r, pb->host_first[h] +
+		                         pb->gpu_pos[flat[r]], t));
+	}
+	return x;
+}
+
+/* Does moving node rank n to host h (or exchanging it with node rank m,
+ * m ≥ 0) keep the time within tcap? The other replicas are unchanged,
+ * and the all-reduce follows the slowest (model.md, 4). flat is as it
+ * was on return. */
+static bool time_holds(const tm_problem *pb, int *flat, int n, int m, int h,
+                       double tcap, double ar, int *reps, int *keep)
+{
+	int k;
+	bool ok = true;
+	if (m >= 0) {
+		swap_nodes(pb, flat, n, m);
+		k = node_reps(pb, n, m, reps);
+	} else {
+		memcpy(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
+		move_node(pb, flat, n, h);
+		k = node_reps(pb, n, n, reps);
+	}
+	for (int q = 0; q < k && ok; q++)
+		ok = tm_rep_ms(pb, flat, reps[q]) + ar <= tcap;
+	if (ok && ar > 0)
+		ok = tm_allreduce_ms(pb, flat) <= ar + 1e-9 * (1 + ar);
+	if (m >= 0)
+		swap_nodes(pb, flat, n, m);
+	else
+		memcpy(&flat[n * pb->nproc], keep, sizeof(int) * (size_t)pb->nproc);
+	return ok;
+}
+
+bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
+                  bool *stopped)
+{
+	int nn = pb->nnodes, *before, *reps, *keep, *hfree, nf = 0;
+	unsigned char *used;
+	double *temp, t0, tcap, ar;
+	tm_eval e0, e1;
+	char why[256];
+	bool peak = false, better;
+
+	for (int k = 1; k < pb->ncrit; k++)
+		peak = peak || pb->crit[k] == TM_CRIT_PEAK;
+	if (pb->crit[0] != TM_CRIT_TIME || !peak || nn < 1)
+		return false;
+	t0 = tm_eval_flat(pb, flat, 0, &e0);
+	tcap = tm_crit_bound(pb, TM_CRIT_TIME, t0);
+	before = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	memcpy(before, flat, sizeof(int) * (size_t)pb->nranks);
+	temp = xmalloc(sizeof(double) * (size_t)nn);
+	reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
+	keep = xmalloc(sizeof(int) * (size_t)pb->nproc);
+	/* the usable hosts no node rank is on */
+	used = xcalloc((size_t)pb->nhost, 1);
+	hfree = xmalloc(sizeof(int) * (size_t)pb->nusable);
+	for (int n = 0; n < nn; n++)
+		used[pb->gpu_host[flat[n * pb->nproc]]] = 1;
+	for (int u = 0; u < pb->nusable; u++)
+		if (!used[pb->usable[u]])
+			hfree[nf++] = pb->usable[u];
+	for (int n = 0; n < nn; n++)
+		temp[n] = node_temp_on(pb, flat, n, n, t0);
+	ar = tm_allreduce_ms(pb, flat);
+	for (int iter = 0; iter < nn; iter++) {
+		int a = 0, b = -1;
+		double best, na = 0, nb = 0, sa;
+		if (deadline_ms > 0 && tm_now_ms() > deadline_ms) {
+			*stopped = true;
+			break;
+		}
+		for (int n = 1; n < nn; n++)
+			if (temp[n] > temp[a])
+				a = n;
+		best = temp[a] - 0.05;   /* a tenth of the shown resolution */
+		sa = pb->work[pb->rank_stage[a * pb->nproc]];
+		/* a host nothing runs on */
+		for (int f = 0; f < nf; f++) {
+			double x = node_temp_at(pb, flat, a, hfree[f], t0);
+			if (x < best && time_holds(pb, flat, a, -1, hfree[f], tcap,
+			                           ar, reps, keep)) {
+				best = x;
+				b = -2 - f;
+				na = x;
+			}
+		}
+		/* the node rank of a lighter pipeline rank */
+		for (int n = 0; n < nn; n++) {
+			double x, y;
+			if (pb->work[pb->rank_stage[n * pb->nproc]] >= sa)
+				continue;
+			/* a's work on n's GPUs, n's on a's */
+			x = node_temp_on(pb, flat, a, n, t0);
+			if (x >= best)
+				continue;
+			y = node_temp_on(pb, flat, n, a, t0);
+			if (y >= best || !time_holds(pb, flat, a, n, -1, tcap, ar,
+			                             reps, keep))
+				continue;
+			best = fmax(x, y);
+			b = n;
+			na = x;
+			nb = y;
+		}
+		if (b == -1)
+			break;
+		if (b <= -2) {
+			int f = -2 - b, h = pb->gpu_host[flat[a * pb->nproc]];
+			move_node(pb, flat, a, hfree[f]);
+			hfree[f] = h;
+			temp[a] = na;
+		} else {
+			swap_nodes(pb, flat, a, b);
+			temp[a] = na;
+			temp[b] = nb;
+		}
+	}
+	/* the model's word, and the constraints */
+	tm_eval_flat(pb, flat, 0, &e1);
+	better = memcmp(before, flat, sizeof(int) * (size_t)pb->nranks) &&
+	         tm_eval_better(pb, &e1, &e0) &&
+	         tm_constraints_ok(pb, flat, e1.iteration_ms, why, sizeof why);
+	if (!better)
+		memcpy(flat, before, sizeof(int) * (size_t)pb->nranks);
+	free(before);
+	free(temp);
+	free(reps);
+	free(keep);
+	free(used);
+	free(hfree);
+	return better;
+}
+
 /* ---- network groups in the greedy host order ----------------------------
  * Between hosts of one net_group the network may be faster than across
  * groups. When it is, and node ranks talk over it (pipeline hops between

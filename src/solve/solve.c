@@ -172,6 +172,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		    (!strcmp(sol->status, "optimal") || !tm_ilp_direct(pb)))
 			break;
 		if (warm && !tm_ilp_direct(pb)) {
+			tm_cool_peak(pb, deadline, warm, &sol->stopped);
 			bounded_heuristic(pb, warm, sol);
 			memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
 			break;

@@ -31,6 +31,13 @@ void tm_swap_descent(const tm_problem *pb, int *flat, int passes,
  * temperature) */
 int tm_solve_greedy(const tm_problem *pb, double deadline_ms, int *flat,
                     bool *stopped);
+/* With time first and peak_temp after it: the hottest node rank's host
+ * given lighter work while the time holds (greedy.c, "the peak after the
+ * time"); flat changes only when the result is better by the policy's
+ * order and valid. Returns whether it changed; *stopped when the
+ * deadline ended it. */
+bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
+                  bool *stopped);
 void tm_solve_coolest(const tm_problem *pb, int *flat);
 
 /* brute.c: every placement; t_ref gets the best iteration time and
