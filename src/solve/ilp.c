@@ -803,11 +803,11 @@ static void ilp_free(ilp *L)
 	free(L->vec);
 }
 
-int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
-                 tm_solution *sol, tm_error *err)
+int tm_solve_ilp(const tm_problem *pb, const int *warm, double deadline,
+                 int *flat, tm_solution *sol, tm_error *err)
 {
 	ilp L;
-	double deadline = tm_now_ms() + pb->pol->time_limit_s * 1e3, bound;
+	double bound;
 	int *cur = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	bool optimal = true, ok;
 	volatile int rc = 0;

@@ -180,7 +180,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		memset(sol->best, 0, sizeof sol->best);
 		snprintf(sol->formulation, sizeof sol->formulation,
 		         "integer program");
-		rc = tm_solve_ilp(pb, warm, flat, sol, err);
+		rc = tm_solve_ilp(pb, warm, deadline, flat, sol, err);
 		if (rc == 0 && pb->crit[0] == TM_CRIT_TIME &&
 		    strcmp(sol->status, "optimal")) {
 			/* stopped early: the cheap bound may prove more */

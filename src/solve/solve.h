@@ -45,10 +45,11 @@ void tm_solve_coolest(const tm_problem *pb, int *flat);
 int tm_solve_brute(const tm_problem *pb, int *flat, double *t_ref,
                    double *best, tm_error *err);
 
-/* ilp.c: the integer program; tm_ilp_direct says whether a problem is
- * small enough for it */
-int tm_solve_ilp(const tm_problem *pb, const int *warm, int *flat,
-                 tm_solution *sol, tm_error *err);
+/* ilp.c: the integer program, every phase stopping at deadline
+ * (tm_now_ms; tm_solve's start plus time_limit_s); tm_ilp_direct says
+ * whether a problem is small enough for it */
+int tm_solve_ilp(const tm_problem *pb, const int *warm, double deadline,
+                 int *flat, tm_solution *sol, tm_error *err);
 bool tm_ilp_direct(const tm_problem *pb);
 
 
