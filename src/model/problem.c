@@ -159,9 +159,35 @@ static int match(const tm_gpu *g, const tm_gpu_profile *e)
  * names on either side when they differ), and which GPUs were joined
  * without a UUID on the entry: nothing then shows that the entry was
  * measured on that physical GPU. */
+/* Cluster hosts by name, ordered for host_in. */
+static int cmp_node_host(const void *x, const void *y, void *ctx)
+{
+	const tm_cluster *c = ctx;
+	return strcmp(c->nodes[*(const int *)x].host,
+	              c->nodes[*(const int *)y].host);
+}
+
+/* Is host h a host of the cluster? o: its hosts sorted by name. */
+static bool host_in(const tm_problem *pb, const int *o, const char *h)
+{
+	int lo = 0, hi = pb->nhost;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		int r = strcmp(pb->c->nodes[o[mid]].host, h);
+		if (r == 0)
+			return true;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 static void join_report(tm_problem *pb, const tm_profile *p, const int *used)
 {
 	int unmatched = 0, first = -1, weak = 0, wfirst = -1, blind = 0;
+	int *o = NULL;
 	const char *other = NULL;
 	bool host_known = false;
 
@@ -171,13 +197,24 @@ static void join_report(tm_problem *pb, const tm_profile *p, const int *used)
 			continue;
 		if (!unmatched++)
 			first = i;
-		for (int k = 0; h && k < pb->nhost && !host_known; k++)
-			host_known = !strcmp(pb->c->nodes[k].host, h);
+		/* by binary search: a hostile profile of many entries naming
+		 * unknown hosts must not cost entries × hosts */
+		if (h && !host_known) {
+			if (!o) {
+				o = xmalloc(sizeof(int) * (size_t)(pb->nhost + 1));
+				for (int k = 0; k < pb->nhost; k++)
+					o[k] = k;
+				tm_sort(o, (size_t)pb->nhost, sizeof(int),
+				        cmp_node_host, (void *)pb->c);
+			}
+			host_known = host_in(pb, o, h);
+		}
 		if (h && !other)
 			other = h;
 		else if (h && other && strcmp(other, h))
 			other = "";   /* several */
 	}
+	free(o);
 	if (unmatched == 1)
 		tm_warn("%s: gpus[%d]: no GPU of the cluster matches this entry",
 		        p->file, first);
