@@ -32,9 +32,30 @@ static int cmp_dbl_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static int cmp_int(const void *x, const void *y)
+{
+	int a = *(const int *)x, c = *(const int *)y;
+	return (a > c) - (a < c);
+}
+
+/* The ranks of pipeline rank s in increasing order (free()); *n of them.
+ * From the instances, not a pass over every rank per stage. */
+static int *stage_ranks(const tm_problem *pb, int s, int *n)
+{
+	int k = pb->nrep * pb->nmember, *r = xmalloc(sizeof(int) *
+	                                             (size_t)(k ? k : 1));
+	*n = 0;
+	for (int d = 0; d < pb->nrep; d++)
+		for (int m = 0; m < pb->nmember; m++)
+			r[(*n)++] = pb->inst_rank[(d * pb->npp + s) * pb->nmember + m];
+	qsort(r, (size_t)*n, sizeof(int), cmp_int);
+	return r;
+}
+
 void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
                   double t, int s, strbuf *b)
 {
+	int nsr, *sr = stage_ranks(pb, s, &nsr);
 	int npp = pb->npp, heavier = 0, lighter = 0, cnt = 0, used = 0;
 	double hsum_sel[64], *hall, min_sel = INFINITY, max_sel = -INFINITY;
 	double temp = -INFINITY, btemp = -INFINITY, busy = 0, tsd = 0;
@@ -54,10 +75,9 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 		sb_add(b, "lightest stage");
 	else
 		sb_addf(b, "stage %d of %d by work", heavier + 1, npp);
-	for (int r = 0; r < pb->nranks; r++) {
+	for (int i = 0; i < nsr; i++) {
+		int r = sr[i];
 		double x;
-		if (pb->rank_stage[r] != s)
-			continue;
 		busy = fmax(busy, tm_rank_busy(pb, r, flat[r], t));
 		x = tm_rank_temp(pb, r, flat[r], t);
 		if (x > temp) {
@@ -74,9 +94,8 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 	}
 	sb_addf(b, " (%.1f ms per microbatch, busy %.0f %%) on GPU ",
 	        pb->work[s], busy * 100);
-	for (int r = 0, k = 0; r < pb->nranks && k < 8; r++)
-		if (pb->rank_stage[r] == s)
-			sb_addf(b, "%s%d", k++ ? "," : "", gpu_index(pb, flat[r]));
+	for (int k = 0; k < nsr && k < 8; k++)
+		sb_addf(b, "%s%d", k ? "," : "", gpu_index(pb, flat[sr[k]]));
 	if (cnt > 8)
 		sb_add(b, ",…");
 	if (known && cnt <= 64) {
@@ -125,16 +144,17 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 	if (!pb->uniform_derate) {
 		/* speeds differ somewhere: say what this stage runs at */
 		double d = 1, sd = 0;
-		for (int r = 0; r < pb->nranks; r++)
-			if (pb->rank_stage[r] == s && pb->derate[flat[r]] >= d) {
-				d = pb->derate[flat[r]];
-				sd = pb->derate_sd[flat[r]];
+		for (int i = 0; i < nsr; i++)
+			if (pb->derate[flat[sr[i]]] >= d) {
+				d = pb->derate[flat[sr[i]]];
+				sd = pb->derate_sd[flat[sr[i]]];
 			}
 		sb_addf(b, ", derate %.3f ± %.3f", d, sd);
 	}
 	sb_addf(b, "; predicted %.1f ± %.1f °C", temp, tsd);
 	if (fabs(btemp - temp) >= 0.05)
 		sb_addf(b, " (identity placement: %.1f °C)", btemp);
+	free(sr);
 }
 
 /* ---- the evidence rule -------------------------------------------------- */
