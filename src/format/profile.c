@@ -522,23 +522,63 @@ static void take(tm_gpu_profile *g, const tm_gpu_profile *b, int f, took *t)
 		t->name[t->n++] = fields[f].name;
 }
 
+/* Base entries by host (no host first), stable: each host's entries in
+ * file order. */
+static int cmp_entry_host(const void *x, const void *y, void *ctx)
+{
+	const tm_profile *p = ctx;
+	const char *a = p->gpus[*(const int *)x].host;
+	const char *b = p->gpus[*(const int *)y].host;
+	if (!a || !b)
+		return (a != NULL) - (b != NULL);
+	return strcmp(a, b);
+}
+
+/* The first of o[0..n) (base entries sorted by cmp_entry_host) whose
+ * host is h: n when none. */
+static int first_of_host(const tm_profile *base, const int *o, int n,
+                         const char *h)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		const char *m = base->gpus[o[mid]].host;
+		int r = !m ? (h ? -1 : 0) : !h ? 1 : strcmp(m, h);
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int tm_profile_fill_from(tm_profile *p, const tm_profile *base, bool idle_only)
 {
 	static const int idle[] = { TM_PF_TEMP_IDLE_C, TM_PF_POWER_IDLE_W,
 		TM_PF_POWER_LIMIT_W, TM_PF_SM_CLOCK_MAX_MHZ };
 	static const int load[] = { TM_PF_TEMP_LOAD_C, TM_PF_POWER_LOAD_W,
 		TM_PF_HEADROOM_C, TM_PF_SM_CLOCK_LOAD_MHZ };
-	int nfilled = 0;
+	int nfilled = 0, *o = xmalloc(sizeof(int) * (size_t)(base->ngpus + 1));
 
+	/* the baseline's entries of each host found by binary search, then
+	 * tried in file order: the first that is the same GPU, as a scan of
+	 * every entry would find it, in time linear in the GPUs per host */
+	for (int k = 0; k < base->ngpus; k++)
+		o[k] = k;
+	tm_sort(o, (size_t)base->ngpus, sizeof(int), cmp_entry_host,
+	        (void *)base);
 	for (int i = 0; i < p->ngpus; i++)
-		for (int k = 0; k < base->ngpus; k++) {
+		for (int j = first_of_host(base, o, base->ngpus, p->gpus[i].host);
+		     j < base->ngpus; j++) {
 			tm_gpu_profile *g = &p->gpus[i];
-			const tm_gpu_profile *b = &base->gpus[k];
+			const tm_gpu_profile *b = &base->gpus[o[j]];
 			/* the load level only for a GPU that never reached full
 			 * load here: its own load level beats an older one, and
 			 * the older fit must not override it */
 			bool no_load = !idle_only && isnan(g->temp_load_c);
 			took t = { { NULL }, 0 };
+			if (!(g->host == b->host || same_str(g->host, b->host)))
+				break;   /* past the host's entries */
 			if (!same_gpu(g, b))
 				continue;
 			for (int q = 0; q < 4; q++)
@@ -567,14 +607,15 @@ int tm_profile_fill_from(tm_profile *p, const tm_profile *base, bool idle_only)
 			}
 			nfilled += t.n;
 			if (t.n && !idle_only) {
-				for (int j = 0; j < g->nfrom_baseline; j++)
-					free(g->from_baseline[j]);
+				for (int q = 0; q < g->nfrom_baseline; q++)
+					free(g->from_baseline[q]);
 				g->nfrom_baseline = 0;
-				for (int j = 0; j < t.n; j++)
-					tm_gpu_profile_took(g, t.name[j]);
+				for (int q = 0; q < t.n; q++)
+					tm_gpu_profile_took(g, t.name[q]);
 			}
 			break;
 		}
+	free(o);
 	return nfilled;
 }
 
