@@ -426,6 +426,9 @@ typedef struct tm_solution {
 	tm_ruling rule;      /* the evidence rule's verdict (tm_decide) */
 	bool stopped;        /* time_limit_s ended a heuristic's search: the
 	                        placement is the best found by then */
+	double gaps[TM_MAX_CRIT]; /* per criterion, in the policy's order:
+	                        the relative gap proven for it with the
+	                        earlier ones held; NAN where none is proven */
 	double peak_bound;   /* greedy+bound with peak_temp among the
 	                        criteria: a proven lower bound on the peak
 	                        at the plan's iteration time; NAN otherwise */

@@ -159,6 +159,10 @@ static void write_solver(jw *w, const tm_problem *pb, const tm_solution *sol)
 	jw_num(w, "objective", sol->objective, 4);
 	jw_num(w, "bound", sol->bound, 4);
 	jw_num(w, "gap", sol->gap, 6);
+	jw_obj(w, "gaps", true);
+	for (int k = 0; k < pb->ncrit; k++)
+		jw_num(w, tm_crit_name(pb->crit[k]), sol->gaps[k], 6);
+	jw_end_obj(w);
 	jw_null(w, "time_ms");
 	jw_arr(w, "criteria", true);
 	for (int k = 0; k < pb->ncrit; k++)

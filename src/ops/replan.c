@@ -355,6 +355,9 @@ static void hand_solution(const tm_problem *pb, const int *flat, int lb,
 	sol->bound = fmin(lb, sol->objective);
 	sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
 	           sol->objective : 0;
+	/* proven for the moves, the first criterion; not for the rest */
+	for (int k = 0; k < TM_MAX_CRIT; k++)
+		sol->gaps[k] = k == 0 ? sol->gap : NAN;
 	sol->t_ref_ms = sol->ev.iteration_ms;
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);

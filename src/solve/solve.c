@@ -118,6 +118,8 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 
 	memset(sol, 0, sizeof *sol);
 	sol->peak_bound = NAN;
+	for (int k = 0; k < TM_MAX_CRIT; k++)
+		sol->gaps[k] = NAN;
 	tm_identity(pb, flat);
 	tm_eval_flat(pb, flat, 0, &sol->baseline);
 	sol->baseline_ok = true;
@@ -207,6 +209,18 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		sol->objective = tm_crit_value(&sol->ev, pb->crit[0]);
 		sol->bound = sol->gap = NAN;
 	}
+	/* each criterion's own proven gap: all closed when the search was
+	 * (brute, or a proof of every phase), else the first criterion's,
+	 * and the peak's from its bound on the greedy+bound path */
+	for (int k = 0; k < pb->ncrit; k++)
+		if (!strcmp(sol->status, "optimal"))
+			sol->gaps[k] = 0;
+		else if (k == 0 && !isnan(sol->gap))
+			sol->gaps[k] = sol->gap;
+		else if (pb->crit[k] == TM_CRIT_PEAK && !isnan(sol->peak_bound))
+			sol->gaps[k] = sol->ev.peak_temp_c > 0 ?
+			               (sol->ev.peak_temp_c - sol->peak_bound) /
+			               sol->ev.peak_temp_c : 0;
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);
 out:
