@@ -28,6 +28,7 @@ static bool close_to(double a, double b)
 }
 
 static int hd_cases, hd_optimal;      /* host decomposition tried, proven */
+static int hd_stopped;                /* ... and stopped by a past deadline */
 
 /* The host decomposition on its own, held to brute force: its bound never
  * passes the optimum, its placement keeps the constraints and the earlier
@@ -41,7 +42,7 @@ static void check_host(const tm_problem *pb, const tm_solution *b, int id)
 
 	memset(&h, 0, sizeof h);
 	hd_cases++;
-	assert_int_equal(tm_solve_host(pb, NULL, flat, &h), 0);
+	assert_int_equal(tm_solve_host(pb, NULL, 0, flat, &h), 0);
 	if (h.bound > b->best[0] + 1e-9 * (1 + b->best[0]) ||
 	    h.bound > h.objective + 1e-9 * (1 + h.objective)) {
 		print_error("case %d: host decomposition bound %.9f, its time "
@@ -52,6 +53,21 @@ static void check_host(const tm_problem *pb, const tm_solution *b, int id)
 	if (!tm_constraints_ok(pb, flat, h.t_ref_ms, why, sizeof why)) {
 		print_error("case %d: host decomposition violates: %s\n", id, why);
 		fail();
+	}
+	/* a deadline already past: still a valid placement, and a search
+	 * that stopped claims no proof */
+	{
+		tm_solution h2;
+		int *f2 = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		memset(&h2, 0, sizeof h2);
+		assert_int_equal(tm_solve_host(pb, NULL, 1, f2, &h2), 0);
+		assert_true(tm_constraints_ok(pb, f2, h2.t_ref_ms, why, sizeof why));
+		assert_true(h2.bound <= b->best[0] + 1e-9 * (1 + b->best[0]));
+		if (h2.stopped) {
+			hd_stopped++;
+			assert_string_not_equal(h2.status, "optimal");
+		}
+		free(f2);
 	}
 	tm_eval_flat(pb, flat, h.t_ref_ms, &ev);
 	if (!strcmp(h.status, "optimal")) {
@@ -294,9 +310,11 @@ static void test_host_decomposition(void **state)
 		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("host decomposition: %d instances, %d feasible; taken "
-	              "by it %d, proven optimal %d\n", HOST_CASES, feasible,
-	              hd_cases, hd_optimal);
+	              "by it %d, proven optimal %d; stopped by a past "
+	              "deadline %d\n", HOST_CASES, feasible, hd_cases,
+	              hd_optimal, hd_stopped);
 	assert_true(hd_cases > HOST_CASES / 2 && hd_optimal > hd_cases / 2);
+	assert_true(hd_stopped > 0);
 }
 
 static void test_allreduce(void **state)

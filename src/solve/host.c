@@ -1001,8 +1001,8 @@ static void hosts_of(const hd *H, const int *flat, int *col)
 
 /* ---- the method ---------------------------------------------------------- */
 
-int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
-                  tm_solution *sol)
+int tm_solve_host(const tm_problem *pb, const int *warm, double deadline,
+                  int *flat, tm_solution *sol)
 {
 	hd H;
 	witness w;
@@ -1125,7 +1125,14 @@ int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
 		double lo_lam = 0, hi_lam = INFINITY, lam = 0, mlb = 0;
 		double bestm = INFINITY;
 		for (int it = 0; it < 60; it++) {
-			double l, x = lag_place(&H, val, wr, 1, lam, cand, &l);
+			double l, x;
+			/* the limit ends the search for a proof, not the
+			 * placement: the best within the bounds so far stands */
+			if (deadline > 0 && tm_now_ms() > deadline) {
+				sol->stopped = true;
+				break;
+			}
+			x = lag_place(&H, val, wr, 1, lam, cand, &l);
 			if (x == INFINITY)
 				break;
 			mlb = fmax(mlb, ceil(l - lam * wbound - 1e-6));

@@ -170,7 +170,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		 * the direct program (make bench, tests/scale) */
 		if (!knob_set(TM_KNOB_DIRECT_ONLY) &&
 		    tm_host_decomposable(pb) &&
-		    tm_solve_host(pb, warm, flat, sol) == 0 &&
+		    tm_solve_host(pb, warm, deadline, flat, sol) == 0 &&
 		    (!strcmp(sol->status, "optimal") || !tm_ilp_direct(pb)))
 			break;
 		if (warm && !tm_ilp_direct(pb)) {

@@ -76,10 +76,12 @@ int tm_rebalance(const tm_cluster *c, const tm_profile *p, const tm_job *job,
 /* host.c: the host decomposition (docs/model.md, section 10) */
 bool tm_host_decomposable(const tm_problem *pb);
 /* Fills flat and sol's status, formulation, best, t_ref_ms, objective,
- * bound and gap; warm (may be NULL) competes for the time phase. Returns
- * -1 when it has no placement to offer. */
-int tm_solve_host(const tm_problem *pb, const int *warm, int *flat,
-                  tm_solution *sol);
+ * bound and gap; warm (may be NULL) competes for the time phase. Past
+ * deadline (tm_now_ms), the search for the last phase's proof stops with
+ * the best placement so far (sol->stopped). Returns -1 when it has no
+ * placement to offer. */
+int tm_solve_host(const tm_problem *pb, const int *warm, double deadline,
+                  int *flat, tm_solution *sol);
 
 
 #endif
