@@ -423,6 +423,34 @@ static void test_cool_peak(void **state)
 	}
 }
 
+/* A spare host without the GPU positions the hot node rank uses is not a
+ * place to move it to (without the check, the sanitizer build sees the
+ * read past the cluster's GPUs). */
+static void test_cool_peak_positions(void **state)
+{
+	tm_cluster *c = tt_cluster(2, 4, 3);
+	tm_profile *p;
+	tm_job *j = tt_job(2, 2, 1, 2, 1, true, true);
+	tm_policy *pol = policy(TM_METHOD_ILP);
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	int flat[2];
+	bool stopped = false;
+	(void)state;
+	c->nodes[1].ngpus = 2;   /* GPUs 0 and 1 of the 4 its links describe */
+	p = tt_profile(c, true);
+	for (int g = 0; g < 4; g++)
+		p->gpus[g].ambient_c = 60;   /* host 0 hot, host 1 cool */
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_int_equal(pb->ngpu, 6);
+	flat[0] = 2;             /* host 0, positions 2 and 3 */
+	flat[1] = 3;
+	tm_cool_peak(pb, 0, flat, &stopped);
+	for (int r = 0; r < 2; r++)
+		assert_true(flat[r] >= 0 && flat[r] < 4);
+	tt_free(pb, pol, j, p, c);
+}
+
 static void test_infeasible_tp_nvlink(void **state)
 {
 	tm_cluster *c = tt_cluster(1, 4, 2);
@@ -634,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_greedy_not_worse),
 		cmocka_unit_test(test_greedy_deadline),
 		cmocka_unit_test(test_cool_peak),
+		cmocka_unit_test(test_cool_peak_positions),
 		cmocka_unit_test(test_infeasible_tp_nvlink),
 		cmocka_unit_test(test_too_few_hosts),
 		cmocka_unit_test(test_memory_fit),

@@ -493,13 +493,22 @@ static double node_temp_on(const tm_problem *pb, const int *flat, int n, int m,
 }
 
 /* Node rank n's ranks moved to host h, each to the GPU at the position
- * it has now. */
+ * it has now (positions_fit must hold). */
 static void move_node(const tm_problem *pb, int *flat, int n, int h)
 {
 	for (int i = 0; i < pb->nproc; i++) {
 		int *g = &flat[n * pb->nproc + i];
 		*g = pb->host_first[h] + pb->gpu_pos[*g];
 	}
+}
+
+/* Has host h a GPU at every position node rank n's GPUs have now? */
+static bool positions_fit(const tm_problem *pb, const int *flat, int n, int h)
+{
+	for (int i = 0; i < pb->nproc; i++)
+		if (pb->gpu_pos[flat[n * pb->nproc + i]] >= pb->c->nodes[h].ngpus)
+			return false;
+	return true;
 }
 
 /* Node rank n's hottest GPU on host h (as move_node puts it) at t ms. */
@@ -587,9 +596,12 @@ bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
 				a = n;
 		best = temp[a] - 0.05;   /* a tenth of the shown resolution */
 		sa = pb->work[pb->rank_stage[a * pb->nproc]];
-		/* a host nothing runs on */
+		/* a host nothing runs on, with the GPU positions a uses */
 		for (int f = 0; f < nf; f++) {
-			double x = node_temp_at(pb, flat, a, hfree[f], t0);
+			double x;
+			if (!positions_fit(pb, flat, a, hfree[f]))
+				continue;
+			x = node_temp_at(pb, flat, a, hfree[f], t0);
 			if (x < best && time_holds(pb, flat, a, -1, hfree[f], tcap,
 			                           ar, reps, keep)) {
 				best = x;
