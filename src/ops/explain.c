@@ -32,30 +32,26 @@ static int cmp_dbl_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static int cmp_int(const void *x, const void *y)
+int *tm_stage_ranks(const tm_problem *pb, int **at)
 {
-	int a = *(const int *)x, c = *(const int *)y;
-	return (a > c) - (a < c);
-}
-
-/* The ranks of pipeline rank s in increasing order (free()); *n of them.
- * From the instances, not a pass over every rank per stage. */
-static int *stage_ranks(const tm_problem *pb, int s, int *n)
-{
-	int k = pb->nrep * pb->nmember, *r = xmalloc(sizeof(int) *
-	                                             (size_t)(k ? k : 1));
-	*n = 0;
-	for (int d = 0; d < pb->nrep; d++)
-		for (int m = 0; m < pb->nmember; m++)
-			r[(*n)++] = pb->inst_rank[(d * pb->npp + s) * pb->nmember + m];
-	qsort(r, (size_t)*n, sizeof(int), cmp_int);
-	return r;
+	int *by = xmalloc(sizeof *by * (size_t)pb->nranks);
+	int *next = xmalloc(sizeof *next * (size_t)pb->npp);
+	*at = xcalloc((size_t)pb->npp + 1, sizeof **at);
+	for (int r = 0; r < pb->nranks; r++)
+		(*at)[pb->rank_stage[r] + 1]++;
+	for (int s = 0; s < pb->npp; s++) {
+		(*at)[s + 1] += (*at)[s];
+		next[s] = (*at)[s];
+	}
+	for (int r = 0; r < pb->nranks; r++)
+		by[next[pb->rank_stage[r]]++] = r;
+	free(next);
+	return by;
 }
 
 void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
-                  double t, int s, strbuf *b)
+                  double t, int s, const int *sr, int nsr, strbuf *b)
 {
-	int nsr, *sr = stage_ranks(pb, s, &nsr);
 	int npp = pb->npp, heavier = 0, lighter = 0, cnt = 0, used = 0;
 	double hsum_sel[64], *hall, min_sel = INFINITY, max_sel = -INFINITY;
 	double temp = -INFINITY, btemp = -INFINITY, busy = 0, tsd = 0;
@@ -154,7 +150,6 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 	sb_addf(b, "; predicted %.1f ± %.1f °C", temp, tsd);
 	if (fabs(btemp - temp) >= 0.05)
 		sb_addf(b, " (identity placement: %.1f °C)", btemp);
-	free(sr);
 }
 
 /* ---- the evidence rule -------------------------------------------------- */
@@ -174,7 +169,7 @@ const char *tm_why_no_verdict(const tm_problem *pb)
 char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 {
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
-	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks), *at, *by;
 	const tm_eval *e = &sol->ev, *b0 = &sol->baseline;
 	strbuf b;
 
@@ -209,11 +204,15 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	        e->moves, pb->nranks);
 	if (sol->rule.verdict != TM_VERDICT_NONE)
 		sb_addf(&b, "decision: %s\n", sol->rule.reason);
+	by = tm_stage_ranks(pb, &at);
 	for (int s = 0; s < pb->npp; s++) {
 		sb_addf(&b, "stage %d: ", s);
-		tm_why_stage(pb, flat, base, e->iteration_ms, s, &b);
+		tm_why_stage(pb, flat, base, e->iteration_ms, s, &by[at[s]],
+		             at[s + 1] - at[s], &b);
 		sb_add(&b, "\n");
 	}
+	free(by);
+	free(at);
 	if (pb->job->relayered) {
 		int first, last;
 		char *lay = tm_megatron_layers(pb->job, &first, &last);

@@ -35,10 +35,15 @@ char *tm_megatron_layers(const tm_job *j, int *first, int *last);
 
 
 /* explain.c: the reasons, in words */
-/* The "why" of pipeline rank s in placement flat, at iteration time t;
- * base: the placement to compare temperatures with (torchrun's). */
+/* Every pipeline rank's ranks, in rank order, gathered in one pass: those
+ * of stage s are by[(*at)[s]] to by[(*at)[s + 1] - 1]. Returns by; the
+ * caller frees by and *at. */
+int *tm_stage_ranks(const tm_problem *pb, int **at);
+/* The "why" of pipeline rank s in placement flat, at iteration time t,
+ * from its ranks sr[0..nsr) (in rank order, as tm_stage_ranks gives
+ * them); base: the placement to compare temperatures with (torchrun's). */
 void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
-                  double t, int s, strbuf *b);
+                  double t, int s, const int *sr, int nsr, strbuf *b);
 /* Why the evidence rule gave no verdict (TM_VERDICT_NONE) for pb. */
 const char *tm_why_no_verdict(const tm_problem *pb);
 /* What `thermap plan` prints: the solver, the predictions against the

@@ -283,26 +283,15 @@ static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
 
 /* "stages": per pipeline rank its layers, time, GPUs, temperature and
  * why (tm_why_stage), against the identity placement base. The ranks of
- * each stage, in rank order, are gathered once (by[at[s]] to
- * by[at[s + 1] - 1]) rather than found by a pass over every rank for
- * each stage. */
+ * each stage, in rank order, are gathered once (tm_stage_ranks) rather
+ * than found by a pass over every rank for each stage. */
 static void write_stages(jw *w, const tm_problem *pb, const int *flat,
                          const int *base, double t)
 {
 	const tm_job *j = pb->job;
-	int *at = xcalloc((size_t)pb->npp + 1, sizeof *at);
-	int *next = xmalloc(sizeof *next * (size_t)pb->npp);
-	int *by = xmalloc(sizeof *by * (size_t)pb->nranks);
+	int *at, *by = tm_stage_ranks(pb, &at);
 	strbuf tmp;
 	sb_init(&tmp);
-	for (int r = 0; r < pb->nranks; r++)
-		at[pb->rank_stage[r] + 1]++;
-	for (int s = 0; s < pb->npp; s++) {
-		at[s + 1] += at[s];
-		next[s] = at[s];
-	}
-	for (int r = 0; r < pb->nranks; r++)
-		by[next[pb->rank_stage[r]]++] = r;
 	jw_arr(w, "stages", false);
 	for (int s = 0; s < pb->npp; s++) {
 		int layers = 0;
@@ -337,14 +326,14 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 		jw_num(w, "predicted_temp_c", temp, 2);
 		tmp.len = 0;
 		tmp.s[0] = '\0';
-		tm_why_stage(pb, flat, base, t, s, &tmp);
+		tm_why_stage(pb, flat, base, t, s, &by[at[s]], at[s + 1] - at[s],
+		             &tmp);
 		jw_str(w, "why", tmp.s);
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);
 	sb_free(&tmp);
 	free(at);
-	free(next);
 	free(by);
 }
 
