@@ -47,6 +47,8 @@ struct tm_problem {
 	double *nic;          /* host → NIC GB/s, INFINITY when unknown */
 	int *grp;             /* host → net_group id, 0 for none */
 	int ngrp;             /* net_group ids */
+	double net_lo, net_hi;/* least, most GB/s between two usable hosts
+	                         (tm_net_range) */
 	/* ranks */
 	int nranks;           /* world size */
 	int nproc;            /* ranks per node */
@@ -89,8 +91,9 @@ double tm_bw(const tm_problem *pb, int g, int h);
 /* GB/s between hosts a and b (a ≠ b): the slower NIC, capped by the
  * cluster's same- or cross-group figure; 25 GB/s when nothing is known. */
 double tm_net_bw(const tm_problem *pb, int a, int b);
-/* The least and the most bandwidth between two different usable hosts,
- * in time linear in the hosts; false (lo > hi) when fewer than two. */
+/* The least and the most bandwidth between two different usable hosts
+ * (found once, in time linear in the hosts, when the problem is built);
+ * false (lo > hi) when fewer than two. */
 bool tm_net_range(const tm_problem *pb, double *lo, double *hi);
 bool tm_nvlink(const tm_problem *pb, int g, int h);
 bool tm_fits(const tm_problem *pb, int rank, int g);

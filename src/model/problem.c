@@ -531,8 +531,8 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 /* ---- the network between hosts ------------------------------------------
  * Not a host × host matrix: a host's NIC (unknown as unlimited) and its
  * net_group give the bandwidth of any pair (tm_net_bw), and a summary per
- * group gives the extremes over every pair (tm_net_range), both in time
- * linear in the hosts. */
+ * group gives the extremes over every pair (tm_net_range, found once
+ * when the problem is built), both in time linear in the hosts. */
 
 /* Host indices by net_group name, hosts without one first. */
 static int cmp_group(const void *x, const void *y, void *ctx)
@@ -543,48 +543,6 @@ static int cmp_group(const void *x, const void *y, void *ctx)
 	if (!a || !b)
 		return (a != NULL) - (b != NULL);
 	return strcmp(a, b);
-}
-
-static void network(tm_problem *pb)
-{
-	const tm_cluster *c = pb->c;
-	int *o = xmalloc(sizeof(int) * (size_t)pb->nhost), *ninf;
-	double same = c->same_group_gb_per_s, cross = c->cross_group_gb_per_s;
-	bool guessed = false;
-	int groups_inf = 0;
-
-	pb->nic = xmalloc(sizeof(double) * (size_t)pb->nhost);
-	pb->grp = xmalloc(sizeof(int) * (size_t)pb->nhost);
-	for (int h = 0; h < pb->nhost; h++) {
-		double x = c->nodes[h].net_gb_per_s;
-		pb->nic[h] = isfinite(x) ? x : INFINITY;
-		o[h] = h;
-	}
-	/* group ids: 0 for hosts without a net_group, then one per name */
-	tm_sort(o, (size_t)pb->nhost, sizeof(int), cmp_group, (void *)c);
-	pb->ngrp = 1;
-	for (int i = 0; i < pb->nhost; i++) {
-		const char *g = c->nodes[o[i]].net_group;
-		if (g && (i == 0 || cmp_group(&o[i - 1], &o[i], (void *)c)))
-			pb->ngrp++;
-		pb->grp[o[i]] = g ? pb->ngrp - 1 : 0;
-	}
-	free(o);
-	/* a pair of hosts with no figure at all gets the default */
-	ninf = xcalloc((size_t)pb->ngrp, sizeof(int));
-	for (int h = 0; h < pb->nhost; h++)
-		if (isinf(pb->nic[h]) && ninf[pb->grp[h]]++ == 0)
-			groups_inf++;
-	for (int g = 0; g < pb->ngrp; g++)
-		if (!isfinite(same) && ninf[g] >= 2)
-			guessed = true;
-	if (!isfinite(cross) && groups_inf >= 2)
-		guessed = true;
-	free(ninf);
-	if (guessed && pb->nnodes > 1)
-		tm_problem_note(pb, "the cluster gives no network bandwidth; "
-		                "transfers between hosts assume %g GB/s",
-		                DEFAULT_NET_GBPS);
 }
 
 /* The bandwidth over a link of nic GB/s (unlimited: unknown) within group
@@ -659,22 +617,25 @@ static void nicset_range(const nicset *s, int a, double x, double grp,
 	}
 }
 
-bool tm_net_range(const tm_problem *pb, double *lo, double *hi)
+/* The least and most bandwidth between two usable hosts into pb->net_lo
+ * and pb->net_hi (lo > hi when fewer than two): once, when the problem
+ * is built. */
+static void net_range(tm_problem *pb)
 {
 	const tm_cluster *c = pb->c;
-	nicset *g = xmalloc(sizeof(nicset) * (size_t)pb->ngrp), all;
+	nicset *g = xmalloc(sizeof(nicset) * (size_t)pb->ngrp);
 	nicset top;     /* the groups' best: hi of the two best groups */
-	int hig[2] = { -1, -1 }, log_[2] = { -1, -1 };
+	int hig[2] = { -1, -1 }, log_[2] = { -1, -1 }, ninf = 0;
+	double *lo = &pb->net_lo, *hi = &pb->net_hi;
 
 	*lo = INFINITY;
 	*hi = -INFINITY;
 	for (int k = 0; k < pb->ngrp; k++)
 		nicset_init(&g[k]);
-	nicset_init(&all);
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u];
 		nicset_add(&g[pb->grp[h]], pb->nic[h], h);
-		nicset_add(&all, pb->nic[h], h);
+		ninf += isinf(pb->nic[h]);
 	}
 	/* the two groups with the largest and the two with the smallest
 	 * finite NIC, for the partners outside a host's own group */
@@ -705,10 +666,61 @@ bool tm_net_range(const tm_problem *pb, double *lo, double *hi)
 			nicset_add(&top, g[ha].hi[0], -1);
 		if (la >= 0)
 			nicset_add(&top, g[la].lo[0], -1);
-		top.ninf = all.ninf - g[k].ninf;
+		top.ninf = ninf - g[k].ninf;
 		nicset_range(&top, h, x, c->cross_group_gb_per_s, 0, lo, hi);
 	}
 	free(g);
+}
+
+/* The network of the problem: NICs, group ids, the note on guessed
+ * figures and the range over all pairs. */
+static void network(tm_problem *pb)
+{
+	const tm_cluster *c = pb->c;
+	int *o = xmalloc(sizeof(int) * (size_t)pb->nhost), *ninf;
+	double same = c->same_group_gb_per_s, cross = c->cross_group_gb_per_s;
+	bool guessed = false;
+	int groups_inf = 0;
+
+	pb->nic = xmalloc(sizeof(double) * (size_t)pb->nhost);
+	pb->grp = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	for (int h = 0; h < pb->nhost; h++) {
+		double x = c->nodes[h].net_gb_per_s;
+		pb->nic[h] = isfinite(x) ? x : INFINITY;
+		o[h] = h;
+	}
+	/* group ids: 0 for hosts without a net_group, then one per name */
+	tm_sort(o, (size_t)pb->nhost, sizeof(int), cmp_group, (void *)c);
+	pb->ngrp = 1;
+	for (int i = 0; i < pb->nhost; i++) {
+		const char *g = c->nodes[o[i]].net_group;
+		if (g && (i == 0 || cmp_group(&o[i - 1], &o[i], (void *)c)))
+			pb->ngrp++;
+		pb->grp[o[i]] = g ? pb->ngrp - 1 : 0;
+	}
+	free(o);
+	/* a pair of hosts with no figure at all gets the default */
+	ninf = xcalloc((size_t)pb->ngrp, sizeof(int));
+	for (int h = 0; h < pb->nhost; h++)
+		if (isinf(pb->nic[h]) && ninf[pb->grp[h]]++ == 0)
+			groups_inf++;
+	for (int g = 0; g < pb->ngrp; g++)
+		if (!isfinite(same) && ninf[g] >= 2)
+			guessed = true;
+	if (!isfinite(cross) && groups_inf >= 2)
+		guessed = true;
+	free(ninf);
+	net_range(pb);
+	if (guessed && pb->nnodes > 1)
+		tm_problem_note(pb, "the cluster gives no network bandwidth; "
+		                "transfers between hosts assume %g GB/s",
+		                DEFAULT_NET_GBPS);
+}
+
+bool tm_net_range(const tm_problem *pb, double *lo, double *hi)
+{
+	*lo = pb->net_lo;
+	*hi = pb->net_hi;
 	return *lo <= *hi;
 }
 

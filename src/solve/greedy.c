@@ -670,13 +670,6 @@ static bool same_group(const tm_problem *pb, int a, int b)
 	return pb->grp[a] == pb->grp[b];
 }
 
-/* A host's NIC bandwidth, unknown as unlimited. */
-static double nic(const tm_problem *pb, int h)
-{
-	double x = pb->c->nodes[h].net_gb_per_s;
-	return isfinite(x) ? x : INFINITY;
-}
-
 /* Do groups matter? They do when two usable hosts of different groups
  * have less bandwidth between them than they would have inside one group.
  * The pair to look at is the one whose slower NIC is fastest: the host
@@ -689,19 +682,19 @@ static bool groups_differ(const tm_problem *pb)
 
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u];
-		if (a < 0 || nic(pb, h) > nic(pb, a))
+		if (a < 0 || pb->nic[h] > pb->nic[a])
 			a = h;
 	}
 	for (int u = 0; u < pb->nusable; u++) {
 		int h = pb->usable[u];
-		if (!same_group(pb, a, h) && (b < 0 || nic(pb, h) > nic(pb, b)))
+		if (!same_group(pb, a, h) && (b < 0 || pb->nic[h] > pb->nic[b]))
 			b = h;
 	}
 	if (b < 0)
 		return false;  /* one group */
 	/* inside one group: the NICs and the same-group figure; when none is
 	 * known the bandwidth is a guess, and groups cannot be told apart */
-	inside = fmin(nic(pb, a), nic(pb, b));
+	inside = fmin(pb->nic[a], pb->nic[b]);
 	if (isfinite(c->same_group_gb_per_s))
 		inside = fmin(inside, c->same_group_gb_per_s);
 	return isfinite(inside) && tm_net_bw(pb, a, b) < inside;
