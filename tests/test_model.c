@@ -368,6 +368,51 @@ static void test_greedy_deadline(void **state)
 	}
 }
 
+/* Replicas inside network groups: with equal derates, hosts in groups of
+ * four that the greedy order interleaves (heat decides it, and host h is in
+ * group h mod ng), and a pipeline of four node ranks per replica that hops
+ * between hosts, the greedy placement keeps every replica inside one group,
+ * so every hop runs at the same-group bandwidth and the time equals the
+ * lower bound exactly (which prices every hop between hosts at the best
+ * bandwidth any two hosts have). Ranked by work alone, a replica's stages
+ * would land in different groups. */
+static void test_replica_groups(void **state)
+{
+	static const char *const names[] = { "a", "b", "c" };
+	(void)state;
+	tt_seq.s = 0x6e0d5ull;
+	for (int it = 0; it < 40; it++) {
+		int ng = tt_int(2, 3), nh = 4 * ng;
+		tm_cluster *c = tt_cluster(nh, 1, 3);
+		tm_profile *p = tt_profile(c, true);
+		tm_job *j = tt_job(nh, 1, 1, 4, 1, tt_int(0, 1), false);
+		tm_policy *pol = policy(TM_METHOD_GREEDY);
+		tm_problem *pb = NULL;
+		tm_solution s;
+		tm_error e = { 0, "" };
+		double lb;
+		c->same_group_gb_per_s = 50;
+		c->cross_group_gb_per_s = 12.5;
+		for (int h = 0; h < nh; h++) {
+			c->nodes[h].net_gb_per_s = 100;
+			c->nodes[h].net_group = xstrdup(names[h % ng]);
+		}
+		for (int st = 0; st < 4; st++)
+			j->stages[st].act_mib = 64;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_solve(pb, &s, &e), 0);
+		lb = tm_time_lower_bound(pb);
+		assert_true(fabs(s.ev.iteration_ms - lb) <= 1e-9 * (1 + lb));
+		for (int r = 0; r < nh; r++)
+			for (int q = 0; q < nh; q++)
+				if (pb->rank_rep[r] == pb->rank_rep[q])
+					assert_int_equal(pb->grp[s.pl->host[r]],
+					                 pb->grp[s.pl->host[q]]);
+		tm_solution_clear(&s);
+		tt_free(pb, pol, j, p, c);
+	}
+}
+
 /* The peak after the time: a node rank on a hot host moves to the spare
  * host at the same time, and whatever tm_cool_peak returns, the placement
  * it leaves is valid and no worse by the policy's order. */
@@ -661,6 +706,7 @@ int main(void)
 		cmocka_unit_test(test_permutation_invariance),
 		cmocka_unit_test(test_greedy_not_worse),
 		cmocka_unit_test(test_greedy_deadline),
+		cmocka_unit_test(test_replica_groups),
 		cmocka_unit_test(test_cool_peak),
 		cmocka_unit_test(test_cool_peak_positions),
 		cmocka_unit_test(test_infeasible_tp_nvlink),

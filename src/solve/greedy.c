@@ -770,6 +770,109 @@ static bool group_hosts(const tm_problem *pb, int *hosts)
 	return moved;
 }
 
+/* Hosts by their place in an order: ctx maps host → place. */
+static int cmp_place(const void *a, const void *b, void *ctx)
+{
+	const int *place = ctx;
+	return place[*(const int *)a] - place[*(const int *)b];
+}
+
+/* Replicas inside groups. Filling groups in the greedy order keeps hosts of
+ * one group together, but node ranks come by work, so one replica's stages
+ * still land in many groups and its pipeline hops cross them. When every
+ * node rank belongs to one replica and every replica has R node ranks,
+ * give each replica a block of R hosts of one group instead: the hosts the
+ * greedy order would use (its first nnodes), group by group; each group
+ * deals its hosts, best first, to as many whole blocks as it holds (round
+ * robin, so good and poor hosts spread over the blocks) and its remainder,
+ * evenly spaced, to a pool that makes the last blocks, group after group.
+ * Replica d takes the d-th block (consecutive replicas share a group, as
+ * the all-reduce ring's neighbours), its heaviest node rank on the block's
+ * best host. Writes the node and host orders for place_nodes; returns
+ * false when the job has no such shape. */
+static bool replica_blocks(const tm_problem *pb, const int *nodes,
+                           const int *hosts, int *onodes, int *ohosts)
+{
+	int nn = pb->nnodes, R, nb = 0, npool = 0, ng = pb->ngrp;
+	int *rep = xmalloc(sizeof(int) * (size_t)nn);
+	int *cnt = xcalloc((size_t)(pb->nrep > ng ? pb->nrep : ng) + 1,
+	                   sizeof(int));
+	int *grouped = NULL, *pool = NULL, *at = NULL, *order = NULL;
+	bool ok = pb->nrep > 1;
+
+	for (int n = 0; n < nn && ok; n++) {
+		rep[n] = pb->rank_rep[n * pb->nproc];
+		for (int i = 1; i < pb->nproc && ok; i++)
+			ok = pb->rank_rep[n * pb->nproc + i] == rep[n];
+		if (ok)
+			cnt[rep[n]]++;
+	}
+	R = ok ? cnt[0] : 0;
+	for (int d = 1; d < pb->nrep && ok; d++)
+		ok = cnt[d] == R;
+	if (!ok || R < 2) {
+		free(rep);
+		free(cnt);
+		return false;
+	}
+	/* node ranks replica by replica, each replica's by decreasing work
+	 * (nodes is in that order) */
+	memset(cnt, 0, sizeof(int) * (size_t)pb->nrep);
+	for (int i = 0; i < nn; i++) {
+		int n = nodes[i];
+		onodes[rep[n] * R + cnt[rep[n]]++] = n;
+	}
+	/* the hosts used, group by group in order of their best host */
+	grouped = xmalloc(sizeof(int) * (size_t)nn);
+	pool = xmalloc(sizeof(int) * (size_t)nn);
+	at = xmalloc(sizeof(int) * (size_t)ng);
+	order = xmalloc(sizeof(int) * (size_t)ng);
+	memset(cnt, 0, sizeof(int) * (size_t)ng);
+	int k = 0;
+	for (int u = 0; u < nn; u++)
+		if (cnt[pb->grp[hosts[u]]]++ == 0)
+			order[k++] = pb->grp[hosts[u]];
+	for (int i = 0, pos = 0; i < k; i++) {
+		at[order[i]] = pos;
+		pos += cnt[order[i]];
+	}
+	for (int u = 0; u < nn; u++)
+		grouped[at[pb->grp[hosts[u]]]++] = hosts[u];
+	for (int i = 0, pos = 0; i < k; i++) {
+		int c = cnt[order[i]], full = c / R, left = c - full * R;
+		const int *gh = &grouped[pos];
+		for (int j = 0, rr = 0; j < c; j++) {
+			/* the remainder at evenly spaced places */
+			if (left > 0 && (long)(j + 1) * left / c >
+			    (long)j * left / c) {
+				pool[npool++] = gh[j];
+				continue;
+			}
+			int b = nb + rr % full, slot = rr / full;
+			ohosts[b * R + slot] = gh[j];
+			rr++;
+		}
+		nb += full;
+		pos += c;
+	}
+	/* the pool, in blocks of R, group after group */
+	memcpy(&ohosts[nb * R], pool, sizeof(int) * (size_t)npool);
+	/* each block's hosts best first: their order in hosts */
+	int *place = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	for (int u = 0; u < nn; u++)
+		place[hosts[u]] = u;
+	for (int b = 0; b < pb->nrep; b++)
+		tm_sort(&ohosts[b * R], (size_t)R, sizeof(int), cmp_place, place);
+	free(place);
+	free(rep);
+	free(cnt);
+	free(grouped);
+	free(pool);
+	free(at);
+	free(order);
+	return true;
+}
+
 /* The i-th node rank of nodes on the i-th host of hosts. */
 static bool place_nodes(const tm_problem *pb, const int *nodes,
                         const int *hosts, int *flat)
@@ -858,13 +961,23 @@ int tm_solve_greedy(const tm_problem *pb, double deadline_ms, int *flat,
 	ok = place_nodes(pb, nodes, hosts, flat);
 	if (ok)
 		greedy_finish(pb, deadline_ms, flat, stopped);
-	/* with network groups: also group by group, and keep the better */
-	if (group_hosts(pb, hosts)) {
+	/* with network groups: also group by group, and replica by replica
+	 * inside groups, and keep the best */
+	if (pb->nusable >= pb->nnodes && groups_differ(pb) &&
+	    traffic_between_nodes(pb)) {
 		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
-		if (place_nodes(pb, nodes, hosts, alt))
+		int *on = xmalloc(sizeof(int) * (size_t)pb->nnodes);
+		int *oh = xmalloc(sizeof(int) * (size_t)pb->nnodes);
+		if (replica_blocks(pb, nodes, hosts, on, oh) &&
+		    place_nodes(pb, on, oh, alt))
+			ok = finish_better(pb, deadline_ms, alt, flat, ok,
+			                   stopped);
+		if (group_hosts(pb, hosts) && place_nodes(pb, nodes, hosts, alt))
 			ok = finish_better(pb, deadline_ms, alt, flat, ok,
 			                   stopped);
 		free(alt);
+		free(on);
+		free(oh);
 	}
 	/* torchrun's placement, improved by the same swaps, when it comes out
 	 * better: a descent from greedy's start can stop in a valley of wear
