@@ -6,7 +6,8 @@
  * two-host instances, and instances with a data-parallel gradient
  * all-reduce (dp > 1, grad_mib, two network groups, sometimes ep = 2).
  * Every criterion of the lexicographic objective must agree, and every ILP
- * answer must satisfy the constraints.
+ * answer must satisfy the constraints. The wear bound of bound.c is held to
+ * GLPK's simplex on the transportation problem it relaxes to.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,12 +15,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <glpk.h>
+
 #include "testlib.h"
 
 #define SINGLE_HOST_CASES 520
 #define TWO_HOST_CASES 40
 #define HOST_CASES 300
 #define ALLREDUCE_CASES 120
+#define WEAR_CASES 200
 
 static int bound_cases, bound_tight;  /* lower bounds met exactly */
 static bool close_to(double a, double b)
@@ -377,6 +381,88 @@ static void test_allreduce(void **state)
 	assert_true(with_ar > cases / 2);
 }
 
+/* The wear bound (tm_wear_lower_bound) against an independent solver:
+ * GLPK's simplex on the transportation problem the bound relaxes to, rank
+ * r on GPU g at the wear of r's pipeline rank on g at time t, one rank per
+ * GPU, over random clusters, jobs (pipeline ranks of equal work too, which
+ * the bound merges) and times. The bound must never exceed the LP's
+ * optimum or the wear of torchrun's placement at t, and its ascent must
+ * reach the optimum (within 1e-6). */
+static void test_wear_bound(void **state)
+{
+	(void)state;
+	tt_seq.s = 0x3ea5b0u;
+	for (int id = 0; id < WEAR_CASES; id++) {
+		int nh = tt_int(1, 3), ng = tt_int(1, 8), nproc = tt_int(1, ng);
+		int nn = tt_int(1, nh), world = nproc * nn, dv[64], nd, pp;
+		tm_cluster *c = tt_cluster(nh, ng, tt_int(0, 2));
+		tm_profile *p = tt_profile(c, false);
+		tm_policy *pol = NULL;
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+		tm_eval ev;
+		int *flat = xmalloc(sizeof(int) * (size_t)world);
+		glp_prob *lp = glp_create_prob();
+		glp_smcp parm;
+		int G, *ind;
+		double *val, t, lb, opt;
+
+		nd = divisors(world, dv);
+		pp = dv[tt_int(0, nd - 1)];
+		j = tt_job(world, nproc, 1, pp, 1, tt_int(0, 1), false);
+		for (int st = 1; st < pp; st++)
+			if (tt_int(0, 1)) {  /* equal work: one class */
+				j->stages[st].fwd_ms = j->stages[0].fwd_ms;
+				j->stages[st].bwd_ms = j->stages[0].bwd_ms;
+			}
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		pol->method = TM_METHOD_IDENTITY;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		tm_identity(pb, flat);
+		t = tm_eval_flat(pb, flat, 0, &ev) * tt_unif(0.7, 1.6);
+		tm_eval_flat(pb, flat, t, &ev);
+		lb = tm_wear_lower_bound(pb, t, 0);
+
+		G = pb->ngpu;
+		glp_set_obj_dir(lp, GLP_MIN);
+		glp_add_rows(lp, world + G);
+		for (int r = 0; r < world; r++)
+			glp_set_row_bnds(lp, r + 1, GLP_FX, 1, 1);
+		for (int g = 0; g < G; g++)
+			glp_set_row_bnds(lp, world + g + 1, GLP_UP, 0, 1);
+		glp_add_cols(lp, world * G);
+		ind = xmalloc(sizeof(int) * 3);
+		val = xmalloc(sizeof(double) * 3);
+		for (int r = 0; r < world; r++)
+			for (int g = 0; g < G; g++) {
+				int col = r * G + g + 1;
+				glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
+				glp_set_obj_coef(lp, col, tm_wear_of(tm_rank_temp(pb, r,
+				                 g, t)));
+				ind[1] = r + 1;
+				ind[2] = world + g + 1;
+				val[1] = val[2] = 1;
+				glp_set_mat_col(lp, col, 2, ind, val);
+			}
+		glp_init_smcp(&parm);
+		parm.msg_lev = GLP_MSG_OFF;
+		assert_int_equal(glp_simplex(lp, &parm), 0);
+		assert_int_equal(glp_get_status(lp), GLP_OPT);
+		opt = glp_get_obj_val(lp);
+		assert_true(lb <= opt + 1e-9 * (1 + opt));
+		assert_true(lb <= ev.wear_ref + 1e-9 * (1 + ev.wear_ref));
+		if (!close_to(lb, opt))
+			fail_msg("case %d: wear bound %.9g, LP optimum %.9g", id,
+			         lb, opt);
+		glp_delete_prob(lp);
+		free(ind);
+		free(val);
+		free(flat);
+		tt_free(pb, pol, j, p, c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_two_hosts),
 		cmocka_unit_test(test_host_decomposition),
 		cmocka_unit_test(test_allreduce),
+		cmocka_unit_test(test_wear_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -432,6 +432,8 @@ typedef struct tm_solution {
 	double peak_bound;   /* greedy+bound with peak_temp among the
 	                        criteria: a proven lower bound on the peak
 	                        at the plan's iteration time; NAN otherwise */
+	double wear_bound;   /* the same for wear, with wear among the
+	                        criteria; NAN otherwise */
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);

@@ -1,18 +1,19 @@
 /*
- * bound.c — lower bounds on the best iteration time and the lowest peak
- * temperature, cheap enough for any cluster size. They prove how far a
+ * bound.c — lower bounds on the best iteration time, the lowest peak
+ * temperature and the least wear, cheap enough for any cluster size. They prove how far a
  * placement found by a heuristic (or by a solver stopped at its time limit)
  * can be from the optimum; docs/model.md, "Bounds", derives them.
  *
- * Both rest on one fact. Drop every constraint but "one rank per GPU" and
- * ask whether all ranks fit under a threshold X, where rank r may use GPU g
- * when its value v(r, g) <= X. When v grows with the work of the rank's
+ * The first two rest on one fact. Drop every constraint but "one rank per
+ * GPU" and ask whether all ranks fit under a threshold X, where rank r may
+ * use GPU g when its value v(r, g) <= X. When v grows with the work of the rank's
  * pipeline rank on every GPU, the GPUs each rank may use are nested:
  * a heavier rank's set lies inside a lighter rank's. For nested sets Hall's
  * condition needs checking only for the k heaviest classes of ranks: the
  * c_k ranks of the k heaviest pipeline ranks need c_k GPUs usable by the
  * k-th heaviest. So the least feasible X is the largest, over k, of the
- * c_k-th smallest v(s_k, g) over the GPUs.
+ * c_k-th smallest v(s_k, g) over the GPUs. The wear bound, at the end,
+ * is the dual of a transportation problem.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -294,4 +295,172 @@ double tm_peak_lower_bound(const tm_problem *pb, double t_ref)
 bool tm_instances_in_nodes(const tm_problem *pb)
 {
 	return pb->inst_in_node;
+}
+
+/* ---- wear ------------------------------------------------------------------
+ * The least wear at t_ref, relaxed to "one rank per GPU": a transportation
+ * problem from the pipeline ranks (n_s ranks each) to the usable GPUs (at
+ * most one rank each) at cost c(s, g), the wear of GPU g running a rank of
+ * s at t_ref. By weak duality any prices u give a lower bound
+ *
+ *   L(u) = Σ_s n_s·u_s + Σ_g min(0, min_s (c(s, g) − u_s)),
+ *
+ * and the relaxation's LP is integral, so the best u reaches its optimum.
+ * Coordinate ascent raises L: with the other prices fixed, the best u_s is
+ * the n_s-th smallest over g of c(s, g) − K_g, where K_g = min(0, the least
+ * c(s', g) − u_s' over s' ≠ s). Every sweep keeps a valid bound, so it may
+ * stop at any time. Constraints it drops (node ranks, NVLink, memory, the
+ * earlier criteria held within tolerance) only raise the optimum. */
+
+/* The k-th smallest (0-based) of v[0..n), which it reorders. */
+static double kth_smallest(double *v, int n, int k)
+{
+	int lo = 0, hi = n - 1;
+	while (lo < hi) {
+		double p = v[lo + (hi - lo) / 2];
+		int i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < p)
+				i++;
+			while (v[j] > p)
+				j--;
+			if (i <= j) {
+				double t = v[i];
+				v[i++] = v[j];
+				v[j--] = t;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
+}
+
+/* Raises L along the classes marked in in (their prices together) by the
+ * best step: with m_g the least c(s, g) − u_s over the marked classes and
+ * K_g = min(0, the least over the others), L changes by n_in·δ +
+ * Σ_g (min(K_g, m_g − δ) − min(K_g, m_g)), which is largest at δ = the
+ * n_in-th smallest m_g − K_g. v is scratch for ng values. */
+static void line_step(const double *c, double *u, int ns, int ng,
+                      const int *per, const unsigned char *in, double *v)
+{
+	int n = 0;
+	double d;
+	for (int s = 0; s < ns; s++)
+		n += in[s] ? per[s] : 0;
+	if (n < 1 || n > ng)
+		return;
+	for (int g = 0; g < ng; g++) {
+		double m = INFINITY, k = 0;
+		for (int s = 0; s < ns; s++) {
+			double y = c[(size_t)s * ng + g] - u[s];
+			if (in[s])
+				m = fmin(m, y);
+			else
+				k = fmin(k, y);
+		}
+		v[g] = m - k;
+	}
+	d = kth_smallest(v, ng, n - 1);
+	for (int s = 0; s < ns; s++)
+		if (in[s])
+			u[s] += d;
+}
+
+/* L(u), summed with the GPUs' terms first (the larger count). */
+static double wear_dual(const double *c, const double *u, int ns, int ng,
+                        const int *per)
+{
+	double l = 0, sum = 0;
+	for (int g = 0; g < ng; g++) {
+		double x = 0;
+		for (int s = 0; s < ns; s++)
+			x = fmin(x, c[(size_t)s * ng + g] - u[s]);
+		l += x;
+	}
+	for (int s = 0; s < ns; s++)
+		sum += per[s] * u[s];
+	return sum + l;
+}
+
+double tm_wear_lower_bound(const tm_problem *pb, double t_ref,
+                           double deadline_ms)
+{
+	int *gpus, ng = usable_gpus(pb, &gpus), ns = 0, total = 0;
+	int *cls = xmalloc(sizeof(int) * (size_t)pb->npp);
+	int *per = xcalloc((size_t)pb->npp, sizeof(int));
+	double *c, *u, *v, best = 0;
+	unsigned char *in;
+
+	/* pipeline ranks of equal work cost the same everywhere: one class
+	 * each (a class per rank would leave coordinate ascent creeping
+	 * between equal prices) */
+	for (int s = 0; s < pb->npp; s++) {
+		int k = 0;
+		while (k < ns && pb->work[cls[k]] != pb->work[s])
+			k++;
+		if (k == ns)
+			cls[ns++] = s;
+		per[k] += pb->nrep * pb->nmember;
+		total += pb->nrep * pb->nmember;
+	}
+	/* classes heaviest first */
+	for (int i = 1; i < ns; i++)
+		for (int j = i; j > 0 && pb->work[cls[j]] > pb->work[cls[j - 1]];
+		     j--) {
+			int t = cls[j], q = per[j];
+			cls[j] = cls[j - 1];
+			per[j] = per[j - 1];
+			cls[j - 1] = t;
+			per[j - 1] = q;
+		}
+	if (ng < total || !(t_ref > 0) || (double)ns * ng > 64e6) {
+		free(gpus);
+		free(cls);
+		free(per);
+		return ng < total ? INFINITY : 0;
+	}
+	c = xmalloc(sizeof(double) * (size_t)ns * (size_t)ng);
+	u = xcalloc((size_t)ns, sizeof(double));
+	v = xmalloc(sizeof(double) * (size_t)ng);
+	for (int s = 0; s < ns; s++)
+		for (int g = 0; g < ng; g++)
+			c[(size_t)s * ng + g] = tm_wear_of(stage_temp(pb, cls[s],
+			                                   gpus[g], &t_ref));
+	/* each sweep: every class alone, then the heaviest k classes and
+	 * the lightest k together for every k (heavier classes compete for
+	 * the same cool GPUs, and all of them against leaving a GPU idle),
+	 * each step to its best length */
+	in = xmalloc((size_t)ns);
+	for (int sweep = 0; sweep < 50; sweep++) {
+		double l;
+		for (int dir = 0; dir < 3 * ns; dir++) {
+			int k = dir % ns, kind = dir / ns;
+			for (int s = 0; s < ns; s++)
+				in[s] = kind == 0 ? s == k : kind == 1 ? s <= k :
+				        s >= ns - 1 - k;
+			line_step(c, u, ns, ng, per, in, v);
+		}
+		l = wear_dual(c, u, ns, ng, per);
+		if (sweep > 0 && !(l > best + 1e-7 * fabs(best))) {
+			best = fmax(best, l);
+			break;
+		}
+		best = fmax(best, l);
+		if (deadline_ms > 0 && tm_now_ms() > deadline_ms)
+			break;
+	}
+	free(in);
+	free(c);
+	free(u);
+	free(v);
+	free(gpus);
+	free(cls);
+	free(per);
+	/* a hair below, for the rounding of the sums */
+	return best > 0 ? best * (1 - 1e-12) : 0;
 }

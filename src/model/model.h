@@ -203,6 +203,11 @@ void tm_sim_clear(tm_sim *s);
 /* bound.c: lower bounds for any size (docs/model.md, "Bounds") */
 double tm_time_lower_bound(const tm_problem *pb);
 double tm_peak_lower_bound(const tm_problem *pb, double t_ref);
+/* The least wear at t_ref of any placement with one rank per GPU (the
+ * dual of a transportation problem, raised by coordinate ascent until it
+ * stops rising or deadline_ms, when > 0, passes): a proven lower bound. */
+double tm_wear_lower_bound(const tm_problem *pb, double t_ref,
+                           double deadline_ms);
 /* The speeds host h offers to instances of size GPUs: each instance is as
  * slow as its slowest GPU, so with the host's derates sorted, every
  * size-th one. Writes them to out (at most ngpus / size); returns how

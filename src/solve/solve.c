@@ -77,7 +77,7 @@ static void weigh_hint(const tm_problem *pb, int *flat)
  * lower bounds of bound.c. Temperatures are those at the placement's own
  * time, as for the heuristics. */
 static void bounded_heuristic(const tm_problem *pb, const int *flat,
-                              tm_solution *sol)
+                              double deadline_ms, tm_solution *sol)
 {
 	tm_eval ev;
 	double lb = time_crit_lower_bound(pb);
@@ -99,11 +99,23 @@ static void bounded_heuristic(const tm_problem *pb, const int *flat,
 	           sol->objective : 0;
 	if (sol->gap < 1e-9)
 		sol->gap = 0;
-	/* the peak's own gap, which this path does not close */
+	/* the peak's and the wear's own gaps, which this path does not
+	 * close */
 	for (int k = 0; k < pb->ncrit; k++)
 		if (pb->crit[k] == TM_CRIT_PEAK && k > 0)
 			sol->peak_bound = fmin(tm_peak_lower_bound(pb,
 			                       ev.iteration_ms), ev.peak_temp_c);
+		else if (pb->crit[k] == TM_CRIT_WEAR)
+			sol->wear_bound = fmin(tm_wear_lower_bound(pb,
+			                       ev.iteration_ms, deadline_ms),
+			                       ev.wear);
+	if (pb->crit[0] == TM_CRIT_WEAR) {
+		sol->bound = sol->wear_bound;
+		sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
+		           sol->objective : 0;
+		if (sol->gap < 1e-9)
+			sol->gap = 0;
+	}
 }
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
@@ -117,7 +129,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	int rc = 0;
 
 	memset(sol, 0, sizeof *sol);
-	sol->peak_bound = NAN;
+	sol->peak_bound = sol->wear_bound = NAN;
 	for (int k = 0; k < TM_MAX_CRIT; k++)
 		sol->gaps[k] = NAN;
 	tm_identity(pb, flat);
@@ -175,7 +187,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 			break;
 		if (warm && !tm_ilp_direct(pb)) {
 			tm_cool_peak(pb, deadline, warm, &sol->stopped);
-			bounded_heuristic(pb, warm, sol);
+			bounded_heuristic(pb, warm, deadline, sol);
 			memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
 			break;
 		}
@@ -221,6 +233,10 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 			sol->gaps[k] = sol->ev.peak_temp_c > 0 ?
 			               (sol->ev.peak_temp_c - sol->peak_bound) /
 			               sol->ev.peak_temp_c : 0;
+		else if (pb->crit[k] == TM_CRIT_WEAR && !isnan(sol->wear_bound))
+			sol->gaps[k] = sol->ev.wear > 0 ?
+			               (sol->ev.wear - sol->wear_bound) /
+			               sol->ev.wear : 0;
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);
 out:
