@@ -586,6 +586,80 @@ static void test_invariant_random(void **state)
 	              traded);
 }
 
+/* The default plan against torchrun's on random clusters of several
+ * hosts: network groups, data-parallel replicas with gradients, expert
+ * parallelism with all-to-alls, and now and then past the host
+ * decomposition (129 hosts: greedy with bounds). Unless the plan is a
+ * trade the policy's rate allows, it is never slower than torchrun's
+ * placement beyond the tolerance, and at equal time (within the
+ * tolerance) never hotter at its peak beyond the peak's uncertainty. */
+static void test_invariant_clusters(void **state)
+{
+	static const char *const names[] = { "a", "b", "c" };
+	int moved = 0, big = 0, cases = 0;
+	(void)state;
+	tt_seq.s = 0x1c15e5ull;
+	for (int it = 0; it < 60; it++) {
+		bool large = it % 12 == 11;
+		int nh = large ? 129 : tt_int(2, 4), ng = large ? 2 : tt_int(2, 3);
+		int nproc = ng, nn = large ? 128 : tt_int(2, nh), pp, world;
+		tm_cluster *c = tt_cluster(nh, ng, tt_int(0, 3));
+		tm_profile *p = tt_profile(c, false);
+		tm_policy *pol = default_policy();
+		tm_job *j;
+		tm_run run;
+		tm_error e = { 0, "" };
+		const tm_gain *g;
+		double tol = pol->tolerance, t, t0, pk, pk0;
+
+		world = nproc * nn;
+		pp = large ? 16 : tt_int(0, 1) ? nn : 2 * nn;
+		if (world % pp)
+			pp = nn;
+		j = tt_job(world, nproc, 1, pp, 1, true, false);
+		if (j->size[TM_DP] % 2 == 0 && tt_int(0, 2) == 0)
+			j->size[TM_EP] = 2;
+		for (int s = 0; s < j->nstages; s++) {
+			j->stages[s].grad_mib = tt_int(0, 1) ? tt_unif(0, 500) : 0;
+			j->stages[s].a2a_mib = j->size[TM_EP] > 1 ?
+			                       tt_unif(0, 200) : 0;
+		}
+		for (int h = 0; h < nh; h++) {
+			c->nodes[h].net_gb_per_s = tt_int(0, 1) ? 50 : 25;
+			c->nodes[h].net_group = xstrdup(names[tt_int(0, 2)]);
+		}
+		c->same_group_gb_per_s = 50;
+		c->cross_group_gb_per_s = 12.5;
+		for (int k = 0; k < p->ngpus; k++)
+			p->gpus[k].derate_sd = tt_unif(0, 0.03);
+		assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+		g = &run.sol.rule.gain;
+		t = run.sol.ev.iteration_ms;
+		t0 = run.sol.baseline.iteration_ms;
+		pk = run.sol.ev.peak_temp_c;
+		pk0 = run.sol.baseline.peak_temp_c;
+		if (!(tm_gain_lost(g) && tm_gain_worth(g,
+		                                       pol->exchange_c_per_pct))) {
+			if (t > t0 * (1 + tol) + 1e-9)
+				fail_msg("case %d: %.4f ms, torchrun's %.4f: slower "
+				         "beyond the tolerance: %s", it, t, t0,
+				         run.sol.rule.reason);
+			if (t >= t0 * (1 - tol) && pk > pk0 + g->peak_sd + 1e-9)
+				fail_msg("case %d: at equal time %.2f °C, torchrun's "
+				         "%.2f: hotter: %s", it, pk, pk0,
+				         run.sol.rule.reason);
+		}
+		moved += run.sol.rule.verdict == TM_VERDICT_MOVE;
+		big += large;
+		cases++;
+		tm_run_clear(&run);
+		tt_free(NULL, pol, j, p, c);
+	}
+	print_message("clusters: %d plans (%d of 256 GPUs), %d moved, none "
+	              "slower or hotter than torchrun's\n", cases, big, moved);
+	assert_true(moved > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -599,6 +673,7 @@ int main(void)
 		cmocka_unit_test(test_nanogpt_hottest),
 		cmocka_unit_test(test_invariant_recordings),
 		cmocka_unit_test(test_invariant_random),
+		cmocka_unit_test(test_invariant_clusters),
 	};
 	tm_set_warn(NULL, NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);

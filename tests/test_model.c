@@ -214,6 +214,76 @@ static void test_allreduce_ring_ep(void **state)
 	}
 }
 
+/* The expert-parallel all-to-all by hand: two hosts of two NVLink-joined
+ * GPUs (GPU 1 of the first 10 % slow), tp1 pp2 dp2 ep2, 100 MiB of
+ * all-to-all at stage 0 only. Ordered tp-cp-ep-dp-pp, the two expert-
+ * parallel ranks of stage 0 share host 0: each sends the other 50 MiB over
+ * NVLink, and both instances wait for the slow GPU. Ordered tp-cp-pp-ep-
+ * dp, they sit on different hosts: 50 MiB at 25 GB/s = 2.097152 ms, and
+ * the slow GPU runs stage 1 untied. With one microbatch the simulator's
+ * pipeline (forward 0, forward 1, backward 1, backward 0, the exchange
+ * half in each pass of stage 0) takes the model's time exactly. */
+static void test_alltoall_hand(void **state)
+{
+	(void)state;
+	for (int ord = 0; ord < 2; ord++) {
+		tm_cluster *c = tt_cluster(2, 2, 3);
+		tm_profile *p = tt_profile(c, true);
+		tm_job *j = tt_job(4, 2, 1, 2, 1, true, true);
+		tm_policy *pol = policy(TM_METHOD_IDENTITY);
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_sim sim;
+		tm_eval ev;
+		int flat[4] = { 0, 1, 2, 3 };
+		double x, t0, t1, rep, m;
+
+		p->gpus[1].derate = 1.1;
+		c->nodes[0].net_gb_per_s = c->nodes[1].net_gb_per_s = 25;
+		j->size[TM_EP] = 2;
+		if (ord) {
+			j->order[2] = TM_PP;
+			j->order[3] = TM_EP;
+			j->order[4] = TM_DP;
+		}
+		j->stages[0].act_mib = j->stages[1].act_mib = 0;
+		j->stages[0].a2a_mib = 100;   /* w0 = 3 + 6 = 9, w1 = 12 */
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		m = j->microbatches;
+		if (!ord) {
+			x = 50 * 1048576.0 / (c->nodes[0].bw[1] * 1e6);
+			t0 = 9 * 1.1 + x;         /* tied to the slow GPU */
+			t1 = 12;
+		} else {
+			x = 50 * 1048576.0 / 25e6;
+			assert_true(fabs(x - 2.097152) < 1e-12);
+			t0 = 9 + x;
+			t1 = 12 * 1.1;            /* replica 0's stage 1 */
+		}
+		assert_true(fabs(tm_alltoall_max_ms(pb, flat) - x) < 1e-12);
+		for (int d = 0; d < 2; d++)
+			assert_true(fabs(tm_inst_ms(pb, flat, d, 0) - t0) < 1e-12);
+		assert_true(fabs(tm_inst_ms(pb, flat, 0, 1) - t1) < 1e-12);
+		rep = t0 + t1 + (m - 1) * fmax(t0, t1);
+		assert_true(fabs(tm_rep_ms(pb, flat, 0) - rep) < 1e-9);
+		assert_true(fabs(tm_eval_flat(pb, flat, 0, &ev) - rep) < 1e-9);
+		assert_true(tm_time_lower_bound(pb) <= rep + 1e-9);
+		tm_problem_free(pb);
+		/* one microbatch: the simulator agrees */
+		j->microbatches = 1;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_simulate(pb, flat, false, &sim), 0);
+		assert_true(fabs(sim.iteration_ms - (t0 + t1)) < 1e-9);
+		tm_sim_clear(&sim);
+		/* without ep there is no exchange, whatever a2a_mib says */
+		tm_problem_free(pb);
+		j->size[TM_EP] = 1;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_true(tm_alltoall_max_ms(pb, flat) == 0);
+		tt_free(pb, pol, j, p, c);
+	}
+}
+
 static int cmp_dbl(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -408,6 +478,36 @@ static void test_replica_groups(void **state)
 				if (pb->rank_rep[r] == pb->rank_rep[q])
 					assert_int_equal(pb->grp[s.pl->host[r]],
 					                 pb->grp[s.pl->host[q]]);
+		tm_solution_clear(&s);
+		tt_free(pb, pol, j, p, c);
+	}
+	/* the same with experts: tp1 pp2 dp4 ep2, two groups of four hosts;
+	 * an expert-parallel group (two replicas, four node ranks) fits one
+	 * network group, its all-to-alls and hops at the same-group figure */
+	for (int it = 0; it < 20; it++) {
+		tm_cluster *c = tt_cluster(8, 1, 3);
+		tm_profile *p = tt_profile(c, true);
+		tm_job *j = tt_job(8, 1, 1, 2, 1, true, false);
+		tm_policy *pol = policy(TM_METHOD_GREEDY);
+		tm_problem *pb = NULL;
+		tm_solution s;
+		tm_error e = { 0, "" };
+		double lb;
+		c->same_group_gb_per_s = 50;
+		c->cross_group_gb_per_s = 12.5;
+		for (int h = 0; h < 8; h++) {
+			c->nodes[h].net_gb_per_s = 100;
+			c->nodes[h].net_group = xstrdup(names[h % 2]);
+		}
+		j->size[TM_EP] = 2;
+		for (int st = 0; st < 2; st++) {
+			j->stages[st].act_mib = 64;
+			j->stages[st].a2a_mib = 128;
+		}
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		assert_int_equal(tm_solve(pb, &s, &e), 0);
+		lb = tm_time_lower_bound(pb);
+		assert_true(fabs(s.ev.iteration_ms - lb) <= 1e-9 * (1 + lb));
 		tm_solution_clear(&s);
 		tt_free(pb, pol, j, p, c);
 	}
@@ -702,6 +802,7 @@ int main(void)
 		cmocka_unit_test(test_hand_computed),
 		cmocka_unit_test(test_allreduce_hand),
 		cmocka_unit_test(test_allreduce_ring_ep),
+		cmocka_unit_test(test_alltoall_hand),
 		cmocka_unit_test(test_sorted_pairing),
 		cmocka_unit_test(test_permutation_invariance),
 		cmocka_unit_test(test_greedy_not_worse),

@@ -4,7 +4,8 @@
  * thermal fits, stage costs and activations, tp ∈ {1,2}, DGX-1-like and
  * random NVLink matrices, both order strings, several policies), a set of
  * two-host instances, and instances with a data-parallel gradient
- * all-reduce (dp > 1, grad_mib, two network groups, sometimes ep = 2).
+ * all-reduce (dp > 1, grad_mib, two network groups, sometimes ep = 2),
+ * and instances with an expert-parallel all-to-all (ep > 1, a2a_mib).
  * Every criterion of the lexicographic objective must agree, and every ILP
  * answer must satisfy the constraints. The wear bound of bound.c is held to
  * GLPK's simplex on the transportation problem it relaxes to.
@@ -24,6 +25,7 @@
 #define HOST_CASES 300
 #define ALLREDUCE_CASES 120
 #define WEAR_CASES 200
+#define ALLTOALL_CASES 120
 
 static int bound_cases, bound_tight;  /* lower bounds met exactly */
 static bool close_to(double a, double b)
@@ -321,6 +323,39 @@ static void test_host_decomposition(void **state)
 	assert_true(hd_stopped > 0);
 }
 
+/* The instances with collectives, in two network groups: host 0 alone in
+ * "x", the others in "y" or without one; inside a group 50 GB/s, across
+ * 12.5 or 25. Solves the instance both ways under a random policy, and
+ * counts it in *traffic when torchrun's placement has the collective that
+ * ms times. Returns 1 if it was feasible. */
+static int in_groups(tm_cluster *c, tm_profile *p, tm_job *j, int nh, int id,
+                     double (*ms)(const tm_problem *, const int *),
+                     int *traffic)
+{
+	tm_policy *pol = NULL;
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	int *flat = xmalloc(sizeof(int) * (size_t)j->world), ok;
+
+	for (int h = 0; h < nh; h++) {
+		c->nodes[h].net_gb_per_s = tt_int(0, 3) ? 50 : 40;
+		c->nodes[h].net_group = h == 0 ? xstrdup("x") :
+		                        tt_int(0, 3) ? xstrdup("y") : NULL;
+	}
+	c->same_group_gb_per_s = tt_int(0, 3) ? 50 : NAN;
+	c->cross_group_gb_per_s = tt_int(0, 1) ? 12.5 : 25;
+	assert_int_equal(tm_policy_default(&pol, &e), 0);
+	random_policy(pol, 1);
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	tm_identity(pb, flat);
+	*traffic += ms(pb, flat) > 0;
+	free(flat);
+	tm_problem_free(pb);
+	ok = compare(c, p, j, pol, id);
+	tm_policy_free(pol);
+	return ok;
+}
+
 static void test_allreduce(void **state)
 {
 	int feasible = 0, with_ar = 0, cases = 0;
@@ -335,8 +370,6 @@ static void test_allreduce(void **state)
 		bool dp_first = tt_int(0, 1);
 		tm_cluster *c = tt_cluster(nh, n, tt_int(1, 2));
 		tm_profile *p = tt_profile(c, tt_int(0, 1));
-		tm_policy *pol = NULL;
-		tm_error e = { 0, "" };
 		tm_job *j;
 
 		nd = divisors(world, dv);
@@ -348,30 +381,10 @@ static void test_allreduce(void **state)
 			j->size[TM_EP] = 2;
 		for (int s = 0; s < j->nstages; s++)
 			j->stages[s].grad_mib = tt_int(0, 3) ? tt_unif(0, 2000) : 0;
-		/* two groups: host 0 alone in "x", the others in "y" or without
-		 * one; inside a group 50 GB/s, across 12.5 or 25 */
-		for (int h = 0; h < nh; h++) {
-			c->nodes[h].net_gb_per_s = tt_int(0, 3) ? 50 : 40;
-			c->nodes[h].net_group = h == 0 ? xstrdup("x") :
-			                        tt_int(0, 3) ? xstrdup("y") : NULL;
-		}
-		c->same_group_gb_per_s = tt_int(0, 3) ? 50 : NAN;
-		c->cross_group_gb_per_s = tt_int(0, 1) ? 12.5 : 25;
-		assert_int_equal(tm_policy_default(&pol, &e), 0);
-		random_policy(pol, 1);
-		{
-			tm_problem *pb = NULL;
-			int *flat = xmalloc(sizeof(int) * (size_t)world);
-			assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e),
-			                 0);
-			tm_identity(pb, flat);
-			with_ar += tm_allreduce_ms(pb, flat) > 0;
-			free(flat);
-			tm_problem_free(pb);
-		}
-		feasible += compare(c, p, j, pol, 20000 + id);
+		feasible += in_groups(c, p, j, nh, 20000 + id, tm_allreduce_ms,
+		                      &with_ar);
 		cases++;
-		tt_free(NULL, pol, j, p, c);
+		tt_free(NULL, NULL, j, p, c);
 	}
 	print_message("all-reduce: %d instances, %d feasible, %d with an "
 	              "all-reduce\n", cases, feasible, with_ar);
@@ -379,6 +392,60 @@ static void test_allreduce(void **state)
 	              "feasible instances in all\n", bound_tight, bound_cases);
 	assert_true(feasible > cases / 2);
 	assert_true(with_ar > cases / 2);
+}
+
+/* Expert-parallel all-to-alls: ep of 2 or 3 with a2a_mib on some stages,
+ * ep next to dp on either side of it, sometimes a gradient all-reduce too,
+ * on one to three hosts in two network groups. The ILP's all-to-all rows
+ * and tied instance times must give what brute force finds with the
+ * model's own evaluation, and the time bound must stay below it. */
+static void test_alltoall(void **state)
+{
+	int feasible = 0, with_a2a = 0, cases = 0;
+	(void)state;
+	tt_seq.s = 0xa11702a1ull;
+	for (int id = 0; id < ALLTOALL_CASES; id++) {
+		int nh = tt_int(1, 3), n = nh == 1 ? tt_int(4, 6) :
+		         nh == 3 ? 2 : tt_int(2, 3);
+		int nproc = nh == 1 ? n : tt_int(1, n), nnodes = nh == 1 ? 1 :
+		            tt_int(2, nh);
+		int world = nproc * nnodes, pp, ep, dv[16], nd;
+		tm_cluster *c = tt_cluster(nh, n, tt_int(1, 2));
+		tm_profile *p = tt_profile(c, tt_int(0, 1));
+		tm_job *j;
+
+		nd = divisors(world, dv);
+		pp = dv[tt_int(0, nd - 1)];
+		if (world / pp < 2)   /* an all-to-all needs dp ≥ 2 */
+			pp = world % 2 == 0 ? world / 2 : 1;
+		if (world / pp < 2) {
+			tm_cluster_free(c);
+			tm_profile_free(p);
+			continue;
+		}
+		j = tt_job(world, nproc, 1, pp, 1, true, false);
+		ep = j->size[TM_DP] % 3 == 0 && tt_int(0, 2) == 0 ? 3 :
+		     j->size[TM_DP] % 2 == 0 ? 2 : j->size[TM_DP];
+		j->size[TM_EP] = ep;
+		if (tt_int(0, 1)) {  /* pp fastest, then ep, then dp */
+			j->order[2] = TM_PP;
+			j->order[3] = TM_EP;
+			j->order[4] = TM_DP;
+		}
+		for (int s = 0; s < j->nstages; s++) {
+			j->stages[s].a2a_mib = tt_int(0, 2) ? tt_unif(0, 400) : 0;
+			j->stages[s].grad_mib = tt_int(0, 3) == 0 ?
+			                        tt_unif(0, 2000) : 0;
+		}
+		feasible += in_groups(c, p, j, nh, 30000 + id, tm_alltoall_max_ms,
+		                      &with_a2a);
+		cases++;
+		tt_free(NULL, NULL, j, p, c);
+	}
+	print_message("all-to-all: %d instances, %d feasible, %d with an "
+	              "all-to-all\n", cases, feasible, with_a2a);
+	assert_true(feasible > cases / 2);
+	assert_true(with_a2a > cases / 2);
 }
 
 /* The wear bound (tm_wear_lower_bound) against an independent solver:
@@ -470,6 +537,7 @@ int main(void)
 		cmocka_unit_test(test_two_hosts),
 		cmocka_unit_test(test_host_decomposition),
 		cmocka_unit_test(test_allreduce),
+		cmocka_unit_test(test_alltoall),
 		cmocka_unit_test(test_wear_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -249,6 +249,9 @@ typedef struct tm_stage {
 	double act_mib;      /* MiB each rank sends to its next-stage peer */
 	double grad_mib;     /* MiB of gradients each rank all-reduces with its
 	                        data-parallel peers per iteration */
+	double a2a_mib;      /* MiB each rank exchanges with its expert-
+	                        parallel peers per microbatch (all-to-all,
+	                        forward and backward together) */
 	double mem_gib;      /* memory a rank of this stage needs; NAN = unknown */
 	double extra_fwd_ms; /* the extras of a stage given by layers, else 0 */
 	double extra_bwd_ms;
@@ -569,7 +572,7 @@ enum tm_check_step {
 	TM_CK_MAX_MOVES,
 	TM_CK_PREVIOUS,      /* --previous: the plan it replaces */
 	TM_CK_PREDICTIONS,   /* --profile: iteration time, peak temperature */
-	TM_CK_MAX_TEMP, TM_CK_ALLREDUCE,
+	TM_CK_MAX_TEMP, TM_CK_ALLREDUCE, TM_CK_ALLTOALL,
 	TM_CK_EVIDENCE,      /* the decision under the evidence rule */
 	TM_CK_NSTEPS
 };

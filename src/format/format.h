@@ -171,6 +171,9 @@ typedef struct tm_pc_predicted {
 	bool allreduce_present;  /* allreduce_ms is there */
 	bool allreduce_ok;       /* and is a number */
 	double allreduce_ms;
+	bool alltoall_present;   /* alltoall_ms is there */
+	bool alltoall_ok;        /* and is a number */
+	double alltoall_ms;
 } tm_pc_predicted;
 
 /* "decision": a number that is not one reads NAN. */

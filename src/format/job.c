@@ -109,8 +109,8 @@ static int load_stage(const jin *J, json_t *o, const char *path,
                       tm_stage *s, bool *uses_layers)
 {
 	static const char *const known[] = { "layers", "fwd_ms", "bwd_ms",
-		"extra_fwd_ms", "extra_bwd_ms", "act_mib", "grad_mib", "mem_gib",
-		NULL };
+		"extra_fwd_ms", "extra_bwd_ms", "act_mib", "grad_mib", "a2a_mib",
+		"mem_gib", NULL };
 	double efwd = 0, ebwd = 0;
 	int rc;
 
@@ -118,6 +118,7 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 	s->fwd_ms = s->bwd_ms = NAN;
 	s->act_mib = 0;
 	s->grad_mib = 0;
+	s->a2a_mib = 0;
 	s->mem_gib = NAN;
 	s->extra_fwd_ms = s->extra_bwd_ms = 0;
 	if (!json_is_object(o))
@@ -130,6 +131,7 @@ static int load_stage(const jin *J, json_t *o, const char *path,
 	    (rc = jin_num(J, o, path, "extra_bwd_ms", 0, 0, 1e7, &ebwd)) ||
 	    (rc = jin_num(J, o, path, "act_mib", 0, 0, 1e7, &s->act_mib)) ||
 	    (rc = jin_num(J, o, path, "grad_mib", 0, 0, 1e7, &s->grad_mib)) ||
+	    (rc = jin_num(J, o, path, "a2a_mib", 0, 0, 1e7, &s->a2a_mib)) ||
 	    (rc = jin_num(J, o, path, "mem_gib", JF_NULL, 0, 1e6, &s->mem_gib)))
 		return rc;
 	if (isfinite(s->fwd_ms) || isfinite(s->bwd_ms)) {

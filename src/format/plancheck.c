@@ -98,6 +98,10 @@ static void read_predicted(json_t *root, tm_pc_predicted *R)
 	R->allreduce_present = ar != NULL;
 	R->allreduce_ok = json_is_number(ar);
 	R->allreduce_ms = json_number_value(ar);
+	ar = json_object_get(o, "alltoall_ms");
+	R->alltoall_present = ar != NULL;
+	R->alltoall_ok = json_is_number(ar);
+	R->alltoall_ms = json_number_value(ar);
 }
 
 static void read_decision(json_t *root, tm_pc_decision *D)

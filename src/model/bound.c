@@ -199,6 +199,47 @@ static double allreduce_lower_bound(const tm_problem *pb)
 	return lb;
 }
 
+/* The all-to-all of each pipeline rank at the least (out[s], 0 without
+ * one): each piece a sender sends stays inside its node rank or leaves
+ * it, which the rank numbers say, so it takes at least its time at the
+ * best bandwidth inside a host or between two hosts; a sender's pieces add
+ * up, the exchange takes its slowest sender, and the bound is the least
+ * over the expert-parallel groups (docs/model.md, 11). */
+static void alltoall_lower(const tm_problem *pb, double *out)
+{
+	int E = pb->nep;
+	for (int s = 0; s < pb->npp; s++) {
+		double a = pb->a2a[s], same, cross;
+		out[s] = 0;
+		if (E < 2 || !(a > 0))
+			continue;
+		/* best_hop_ms is 2·MiB at the best bandwidth; a piece is
+		 * a/E MiB */
+		same = best_hop_ms(pb, a / E, true) / 2;
+		cross = best_hop_ms(pb, a / E, false) / 2;
+		out[s] = INFINITY;
+		for (int o = 0; o < pb->nrep / E; o++) {
+			const int *reps = &pb->ep_reps[o * E];
+			double grp = 0;
+			for (int q = 0; q < pb->nmember; q++)
+				for (int i = 0; i < E; i++) {
+					int r = pb->inst_rank[(reps[i] * pb->npp + s) *
+					                      pb->nmember + q];
+					double sum = 0;
+					for (int k = 0; k < E; k++) {
+						int t = pb->inst_rank[(reps[k] * pb->npp + s) *
+						                      pb->nmember + q];
+						if (k != i)
+							sum += r / pb->nproc == t / pb->nproc ?
+							       same : cross;
+					}
+					grp = fmax(grp, sum);
+				}
+			out[s] = fmin(out[s], grp);
+		}
+	}
+}
+
 void tm_replica_hops_lower(const tm_problem *pb, double *out)
 {
 	int nh = pb->nhops;
@@ -238,7 +279,7 @@ double tm_time_lower_bound(const tm_problem *pb)
 	int *gpus, ng = usable_gpus(pb, &gpus);
 	double v = pb->job->vpp, m = pb->job->microbatches;
 	double dmin = INFINITY, fill = 0, bneck, hmin = INFINITY;
-	double lb_a = 0, *hops;
+	double lb_a = 0, *hops, *xlb, xmin = INFINITY;
 
 	for (int i = 0; i < ng; i++)
 		if (pb->derate[gpus[i]] < dmin)
@@ -261,8 +302,16 @@ double tm_time_lower_bound(const tm_problem *pb)
 		free(sg);
 		free(slot);
 	}
+	xlb = xmalloc(sizeof(double) * (size_t)pb->npp);
+	alltoall_lower(pb, xlb);
+	for (int s = 0; s < pb->npp; s++) {
+		fill += (pb->work[s] * dmin + xlb[s]) / v;
+		xmin = fmin(xmin, xlb[s]);
+	}
+	/* the bottleneck instance also waits for its all-to-all, if any */
+	bneck += xmin;
 	for (int s = 0; s < pb->npp; s++)
-		fill += pb->work[s] * dmin / v;
+		bneck = fmax(bneck, pb->work[s] * dmin + xlb[s]);
 	hops = xmalloc(sizeof(double) * (size_t)pb->nrep);
 	tm_replica_hops_lower(pb, hops);
 	for (int d = 0; d < pb->nrep; d++) {
@@ -270,13 +319,14 @@ double tm_time_lower_bound(const tm_problem *pb)
 		if (hops[d] < hmin)
 			hmin = hops[d];
 		for (int s = 0; s < pb->npp; s++)
-			if (pb->work[s] * dmin > slowest)
-				slowest = pb->work[s] * dmin;
+			if (pb->work[s] * dmin + xlb[s] > slowest)
+				slowest = pb->work[s] * dmin + xlb[s];
 		if (fill + hops[d] + (m - 1 / v) * slowest > lb_a)
 			lb_a = fill + hops[d] + (m - 1 / v) * slowest;
 	}
 	free(gpus);
 	free(hops);
+	free(xlb);
 	/* the replica that holds the bottleneck instance takes at least the
 	 * fill, the fewest hops of any replica and the bottleneck's pace; the
 	 * all-reduce follows the slowest replica */

@@ -20,7 +20,9 @@ double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h)
 	return 2.0 * act_mib * 1048576.0 / (tm_bw(pb, g, h) * 1e6);
 }
 
-double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage)
+/* The compute of instance (rep, stage): its work at its slowest GPU. */
+static double inst_compute_ms(const tm_problem *pb, const int *flat, int rep,
+                              int stage)
 {
 	const int *m = &pb->inst_rank[(rep * pb->npp + stage) * pb->nmember];
 	double d = 0;
@@ -28,6 +30,69 @@ double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage)
 		if (pb->derate[flat[m[k]]] > d)
 			d = pb->derate[flat[m[k]]];
 	return pb->work[stage] * d;
+}
+
+/* One piece of an all-to-all of a2a_mib: the 1/ep share one rank sends
+ * one peer, from GPU g to GPU h, in ms. */
+double tm_a2a_piece_ms(const tm_problem *pb, double a2a_mib, int g, int h)
+{
+	return a2a_mib / pb->nep * 1048576.0 / (tm_bw(pb, g, h) * 1e6);
+}
+
+/* The all-to-all of pipeline rank s in expert-parallel group o, per
+ * microbatch: each rank sends a 1/ep share of its a2a MiB to each peer of
+ * the same member position, one piece after another over its links; the
+ * exchange lasts as long as its slowest sender (docs/model.md, 4). */
+double tm_a2a_ms(const tm_problem *pb, const int *flat, int o, int s)
+{
+	const int *reps = &pb->ep_reps[o * pb->nep];
+	double a = pb->a2a[s], x = 0;
+	if (pb->nep < 2 || !(a > 0))
+		return 0;
+	for (int q = 0; q < pb->nmember; q++)
+		for (int i = 0; i < pb->nep; i++) {
+			int r = pb->inst_rank[(reps[i] * pb->npp + s) *
+			                      pb->nmember + q];
+			double sum = 0;
+			for (int k = 0; k < pb->nep; k++)
+				if (k != i)
+					sum += tm_a2a_piece_ms(pb, a, flat[r], flat[
+					       pb->inst_rank[(reps[k] * pb->npp + s) *
+					                     pb->nmember + q]]);
+			x = fmax(x, sum);
+		}
+	return x;
+}
+
+double tm_alltoall_max_ms(const tm_problem *pb, const int *flat)
+{
+	double x = 0;
+	for (int o = 0; pb->nep > 1 && o < pb->nrep / pb->nep; o++)
+		for (int s = 0; s < pb->npp; s++)
+			x = fmax(x, tm_a2a_ms(pb, flat, o, s));
+	return x;
+}
+
+bool tm_has_a2a(const tm_problem *pb)
+{
+	return pb->nep > 1;
+}
+
+/* A stage instance's time per microbatch: its compute at its slowest GPU;
+ * at a stage with an all-to-all, every instance of the expert-parallel
+ * group waits for the slowest of them at each exchange, and the exchange
+ * adds its own time. */
+double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage)
+{
+	int o;
+	double c = 0;
+	if (pb->nep < 2 || !(pb->a2a[stage] > 0))
+		return inst_compute_ms(pb, flat, rep, stage);
+	o = pb->ep_group[rep];
+	for (int k = 0; k < pb->nep; k++)
+		c = fmax(c, inst_compute_ms(pb, flat, pb->ep_reps[o * pb->nep + k],
+		                            stage));
+	return c + tm_a2a_ms(pb, flat, o, stage);
 }
 
 double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,

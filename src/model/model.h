@@ -64,6 +64,12 @@ struct tm_problem {
 	bool inst_in_node;    /* every instance's ranks in one node rank */
 	double *work;         /* pipeline rank → fwd+bwd ms per microbatch */
 	double *fwd, *bwd;    /* pipeline rank → fwd / bwd ms per microbatch */
+	int nep;              /* expert-parallel ranks that exchange tokens:
+	                         ep when some a2a_mib > 0, else 1 */
+	int *ep_group;        /* replica → its expert-parallel group */
+	int *ep_reps;         /* group*nep + k → replica (k: ep coordinate) */
+	double *a2a;          /* pipeline rank → all-to-all MiB per microbatch
+	                         (its chunks' a2a_mib), 0 when nep is 1 */
 	int nhops;            /* activation hops per microbatch */
 	tm_hop *hops;         /* the hops, chunk j → chunk j+1 */
 	double *mem_need;     /* pipeline rank → GiB a rank needs, NAN = unknown */
@@ -136,6 +142,15 @@ double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage);
 double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
                       const tm_hop *hop);
 double tm_rep_ms(const tm_problem *pb, const int *flat, int d);
+/* The expert-parallel all-to-all (docs/model.md, 4): one 1/ep piece of
+ * a2a_mib from GPU g to GPU h, and the exchange of pipeline rank s in
+ * expert-parallel group o per microbatch (0 without one). */
+double tm_a2a_piece_ms(const tm_problem *pb, double a2a_mib, int g, int h);
+double tm_a2a_ms(const tm_problem *pb, const int *flat, int o, int s);
+/* The slowest all-to-all of any group and pipeline rank (0 without). */
+double tm_alltoall_max_ms(const tm_problem *pb, const int *flat);
+/* Does some stage exchange tokens between expert-parallel ranks? */
+bool tm_has_a2a(const tm_problem *pb);
 /* The data-parallel gradient all-reduce (docs/model.md, 4): the MiB a rank
  * of pipeline rank s all-reduces, one ring edge's time from GPU g to GPU h
  * for that volume, and the placement's all-reduce time, the slowest ring's

@@ -52,6 +52,9 @@ void tm_problem_free(tm_problem *pb)
 	free(pb->fwd);
 	free(pb->bwd);
 	free(pb->hops);
+	free(pb->ep_group);
+	free(pb->ep_reps);
+	free(pb->a2a);
 	free(pb->mem_need);
 	free(pb->usable);
 	free(pb->ref_gpu);
@@ -724,6 +727,15 @@ bool tm_net_range(const tm_problem *pb, double *lo, double *hi)
 	return *lo <= *hi;
 }
 
+/* Does ep vary faster than the rest of dp in the job's order? */
+static bool ep_first(const tm_job *j)
+{
+	for (int i = 0; i < j->norder; i++)
+		if (j->order[i] == TM_EP || j->order[i] == TM_DP)
+			return j->order[i] == TM_EP;
+	return true;
+}
+
 static void ranks(tm_problem *pb)
 {
 	const tm_job *j = pb->job;
@@ -764,6 +776,27 @@ static void ranks(tm_problem *pb)
 		pb->bwd[p] += st->bwd_ms;
 		pb->work[p] += st->fwd_ms + st->bwd_ms;
 		pb->mem_need[p] += st->mem_gib;  /* NAN stays NAN: unknown */
+	}
+	/* expert parallelism: the replicas that differ only in their ep
+	 * coordinate exchange tokens at the stages with a2a_mib */
+	pb->a2a = xcalloc((size_t)pb->npp, sizeof(double));
+	pb->nep = 1;
+	for (int s = 0; j->size[TM_EP] > 1 && s < j->nstages; s++)
+		if (j->stages[s].a2a_mib > 0) {
+			pb->a2a[s % pb->npp] += j->stages[s].a2a_mib;
+			pb->nep = j->size[TM_EP];
+		}
+	pb->ep_group = xmalloc(sizeof(int) * (size_t)pb->nrep);
+	pb->ep_reps = xmalloc(sizeof(int) * (size_t)pb->nrep);
+	for (int d = 0; d < pb->nrep; d++) {
+		const int *c = pb->coord[pb->inst_rank[d * pb->npp * pb->nmember]];
+		int e = pb->nep > 1 ? c[TM_EP] : 0, dpo = pb->nrep / pb->nep;
+		/* the rest of the data-parallel coordinate, without ep's digit
+		 * (tm_job_coords folds it in on either side) */
+		int o = pb->nep == 1 ? d : ep_first(j) ? (d - e) / pb->nep :
+		        d - dpo * e;
+		pb->ep_group[d] = o;
+		pb->ep_reps[o * pb->nep + e] = d;
 	}
 	pb->hops = xcalloc((size_t)j->nstages, sizeof(tm_hop));
 	for (int s = 0; s + 1 < j->nstages; s++) {

@@ -85,6 +85,7 @@ static double replica(const tm_problem *pb, const int *flat, const double *der,
 	int per = 2 * m * pb->job->vpp, left = per * pp;
 	double *pace = xmalloc(sizeof(double) * (size_t)pp);
 	double *xfer = xcalloc((size_t)nc, sizeof(double));
+	double *a2a = xcalloc((size_t)nc, sizeof(double));
 	double *endf = xmalloc(sizeof(double) * (size_t)(m * nc));
 	double *endb = xmalloc(sizeof(double) * (size_t)(m * nc));
 	double *free_at = xcalloc((size_t)pp, sizeof(double)), flush = 0;
@@ -93,12 +94,26 @@ static double replica(const tm_problem *pb, const int *flat, const double *der,
 	bool moved = true;
 
 	for (int s = 0; s < pp; s++) {
-		const int *mem = &pb->inst_rank[(d * pp + s) * pb->nmember];
+		/* with an all-to-all at s, the expert-parallel group's
+		 * instances wait for the slowest of them */
+		bool tied = tm_has_a2a(pb) && pb->a2a[s] > 0;
 		pace[s] = 0;
-		for (int q = 0; q < pb->nmember; q++)
-			pace[s] = fmax(pace[s], der[mem[q]]);
+		for (int e = 0; e < (tied ? pb->nep : 1); e++) {
+			int de = tied ? pb->ep_reps[pb->ep_group[d] * pb->nep + e] : d;
+			const int *mem = &pb->inst_rank[(de * pp + s) * pb->nmember];
+			for (int q = 0; q < pb->nmember; q++)
+				pace[s] = fmax(pace[s], der[mem[q]]);
+		}
 		busy[s] = 0;
 		schedule(pb, s, &ops[s * per]);
+	}
+	/* each chunk's all-to-all, half in its forward pass and half in its
+	 * backward, its share of the pipeline rank's exchange */
+	for (int j = 0; j < nc; j++) {
+		double a = pb->job->stages[j].a2a_mib, all = pb->a2a[j % pp];
+		if (tm_has_a2a(pb) && a > 0 && all > 0)
+			a2a[j] = tm_a2a_ms(pb, flat, pb->ep_group[d], j % pp) *
+			         (a / all) / 2;
 	}
 	/* chunk j → j+1, one way: half of the model's hop (forward and back) */
 	for (int j = 0; j + 1 < nc; j++) {
@@ -135,7 +150,7 @@ static double replica(const tm_problem *pb, const int *flat, const double *der,
 				}
 				dur = (o->kind == OP_F ? st->fwd_ms : st->bwd_ms) *
 				      pace[s];
-				free_at[s] = ready + dur;
+				free_at[s] = ready + dur + a2a[o->chunk];
 				(o->kind == OP_F ? endf : endb)[at] = free_at[s];
 				busy[s] += dur;
 				flush = fmax(flush, free_at[s]);
@@ -146,6 +161,7 @@ static double replica(const tm_problem *pb, const int *flat, const double *der,
 	}
 	free(pace);
 	free(xfer);
+	free(a2a);
 	free(endf);
 	free(endb);
 	free(free_at);

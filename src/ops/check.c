@@ -708,6 +708,72 @@ static int check_allreduce(const chk *K, const tm_problem *pb,
 	return 0;
 }
 
+/* The expert-parallel all-to-all, counted here from the coordinates: the
+ * ranks whose coordinates differ only in ep (the rest of their data-
+ * parallel coordinate equal) exchange tokens at every pipeline rank whose
+ * chunks have a2a_mib; each sends a 1/ep share to each peer, at the
+ * sender's bandwidth to it, one piece after another; the exchange takes
+ * its slowest sender. plan.json writes the slowest exchange of any group
+ * and pipeline rank, per microbatch, only when it is not 0. */
+static int check_alltoall(const chk *K, const tm_problem *pb,
+                          const tm_pc_predicted *pred)
+{
+	const tm_job *j = K->j;
+	int ep = j->size[TM_EP], pp = j->size[TM_PP], n = j->world;
+	int dpo = j->size[TM_DP] / ep, epos = -1, dpos = -1;
+	double want = 0, got = pred->alltoall_present ? pred->alltoall_ms : 0;
+	double *a = xcalloc((size_t)pp, sizeof(double));
+	bool any = false;
+
+	for (int c = 0; ep > 1 && c < j->nstages; c++)
+		if (j->stages[c].a2a_mib > 0) {
+			a[c % pp] += j->stages[c].a2a_mib;
+			any = true;
+		}
+	for (int i = 0; i < j->norder; i++) {
+		if (j->order[i] == TM_EP)
+			epos = i;
+		if (j->order[i] == TM_DP)
+			dpos = i;
+	}
+	if (any) {
+		int (*raw)[TM_NDIM] = xmalloc(sizeof *raw * (size_t)n);
+		chk K2 = *K;
+		groups S;
+		/* the data-parallel coordinate without ep's digit */
+		for (int r = 0; r < n; r++) {
+			const int *c = K->coord[r];
+			memcpy(raw[r], c, sizeof raw[r]);
+			raw[r][TM_DP] = epos < dpos ? (c[TM_DP] - c[TM_EP]) / ep :
+			                c[TM_DP] - dpo * c[TM_EP];
+		}
+		K2.coord = raw;
+		groups_make(&K2, TM_EP, false, &S);
+		for (int r = 0; r < n; r++) {
+			double x = a[K->coord[r][TM_PP]], sum = 0;
+			int gr = pb->host_first[K->host[r]] + K->gpu[r];
+			if (!(x > 0))
+				continue;
+			for (int k = S.first[r]; k < S.end[r]; k++) {
+				int b = S.ord[k];
+				if (b != r)
+					sum += x / ep * 1048576.0 / (tm_bw(pb, gr,
+					       pb->host_first[K->host[b]] + K->gpu[b]) * 1e6);
+			}
+			want = fmax(want, sum);
+		}
+		groups_free(&S);
+		free(raw);
+	}
+	free(a);
+	if ((pred->alltoall_present && !pred->alltoall_ok) ||
+	    fabs(got - want) > 1e-3 + 1e-6 * want)
+		return tm_fail(K->err, TM_EINPUT, "%s: predicted.alltoall_ms is "
+		               "%.4f; the expert-parallel groups give %.4f for this "
+		               "placement", K->pj, got, want);
+	return 0;
+}
+
 static int check_ranks(const chk *K, const tm_plancheck *P)
 {
 	const tm_job *j = K->j;
@@ -897,6 +963,7 @@ static const char *const step_names[TM_CK_NSTEPS] = {
 	[TM_CK_REPLAN_MOVES] = "replan_moves", [TM_CK_MAX_MOVES] = "max_moves",
 	[TM_CK_PREVIOUS] = "previous", [TM_CK_PREDICTIONS] = "predictions",
 	[TM_CK_MAX_TEMP] = "max_temp_c", [TM_CK_ALLREDUCE] = "allreduce",
+	[TM_CK_ALLTOALL] = "alltoall",
 	[TM_CK_EVIDENCE] = "evidence_rule",
 };
 
@@ -1132,6 +1199,8 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 		                         ev.peak_temp_c) : 0))) &&
 		    !(rc = mark(R, TM_CK_ALLREDUCE, check_allreduce(&K, pb,
 		                                                    &P.pred))) &&
+		    !(rc = mark(R, TM_CK_ALLTOALL, check_alltoall(&K, pb,
+		                                                  &P.pred))) &&
 		    R->result[TM_CK_EVIDENCE] == TM_CK_NOT_RUN)
 			rc = mark(R, TM_CK_EVIDENCE, check_decision(&K, pb, &P.dec,
 			                                            cons, flat));

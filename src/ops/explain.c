@@ -196,6 +196,9 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	sb_addf(&b, "iteration %.2f ms (", e->iteration_ms);
 	if (tm_allreduce_ms(pb, flat) > 0)
 		sb_addf(&b, "all-reduce %.2f ms; ", tm_allreduce_ms(pb, flat));
+	if (tm_alltoall_max_ms(pb, flat) > 0)
+		sb_addf(&b, "all-to-all up to %.2f ms per microbatch; ",
+		        tm_alltoall_max_ms(pb, flat));
 	sb_addf(&b, "identity %.2f ms, %+.2f %%); peak "
 	        "%.1f °C (identity %.1f °C, %+.1f °C); %d of %d ranks moved\n",
 	        b0->iteration_ms,

@@ -178,10 +178,13 @@ static void write_predicted(jw *w, const tm_problem *pb,
                             const tm_solution *sol, const int *flat)
 {
 	double t = sol->ev.iteration_ms, ar = tm_allreduce_ms(pb, flat);
+	double xa = tm_alltoall_max_ms(pb, flat);
 	jw_obj(w, "predicted", false);
 	jw_num(w, "iteration_ms", t, 4);
 	if (ar > 0)  /* only jobs with gradients and dp > 1 have one */
 		jw_num(w, "allreduce_ms", ar, 4);
+	if (xa > 0)  /* only jobs with a2a_mib and ep > 1 have one */
+		jw_num(w, "alltoall_ms", xa, 4);
 	jw_num(w, "peak_temp_c", sol->ev.peak_temp_c, 2);
 	jw_int(w, "moved_ranks", sol->ev.moves);
 	jw_num(w, "gain_pct", (sol->baseline.iteration_ms - t) /

@@ -251,19 +251,25 @@ static void swap_nodes(const tm_problem *pb, int *flat, int n1, int n2)
 	}
 }
 
-/* The replicas whose ranks are on nodes n1 and n2, into reps (distinct);
- * returns their number. */
+/* The replicas whose times depend on nodes n1 and n2, into reps
+ * (distinct; room for 2·nproc·nep): those with ranks on them and, with an
+ * expert-parallel all-to-all, their groups' other replicas, which wait
+ * for them. Returns their number. */
 static int node_reps(const tm_problem *pb, int n1, int n2, int *reps)
 {
 	int k = 0;
 	for (int j = 0; j < 2; j++) {
 		int n = j ? n2 : n1;
 		for (int i = 0; i < pb->nproc; i++) {
-			int d = pb->rank_rep[n * pb->nproc + i], seen = 0;
-			for (int q = 0; q < k && !seen; q++)
-				seen = reps[q] == d;
-			if (!seen)
-				reps[k++] = d;
+			int d = pb->rank_rep[n * pb->nproc + i];
+			for (int e = 0; e < pb->nep; e++) {
+				int x = pb->nep > 1 ? pb->ep_reps[pb->ep_group[d] *
+				        pb->nep + e] : d, seen = 0;
+				for (int q = 0; q < k && !seen; q++)
+					seen = reps[q] == x;
+				if (!seen)
+					reps[k++] = x;
+			}
 		}
 	}
 	return k;
@@ -336,15 +342,19 @@ static bool balance_replicas(const tm_problem *pb, double deadline_ms,
 	int *kfrom = xmalloc(sizeof(int) * (size_t)nn);
 	int *kcount = xcalloc((size_t)nn, sizeof(int));
 	int *members = xmalloc(sizeof(int) * (size_t)nn);
-	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
+	int *reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc *
+	                    (size_t)pb->nep);
 	double *td = xmalloc(sizeof(double) * (size_t)pb->nrep);
 	double ar = tm_allreduce_ms(pb, flat);
 	unsigned char *mine = xmalloc((size_t)nn);
 	/* node ranks that are one stage instance each: an exchange is first
 	 * timed from the cache (repcut_time, with nd the slowest derate of
 	 * each node's GPUs), and evaluated only when it may shorten the
-	 * slowest replica */
-	bool cut = pb->inst_in_node && pb->nproc == pb->nmember;
+	 * slowest replica (not with an all-to-all: an instance's time then
+	 * depends on its expert-parallel group, which the cache does not
+	 * hold) */
+	bool cut = pb->inst_in_node && pb->nproc == pb->nmember &&
+	           !tm_has_a2a(pb);
 	double *nd = cut ? xmalloc(sizeof(double) * (size_t)nn) : NULL;
 	repcut R = { 0 };
 	bool stopped = false;
@@ -571,7 +581,7 @@ bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
 	before = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	memcpy(before, flat, sizeof(int) * (size_t)pb->nranks);
 	temp = xmalloc(sizeof(double) * (size_t)nn);
-	reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc);
+	reps = xmalloc(sizeof(int) * 2 * (size_t)pb->nproc * (size_t)pb->nep);
 	keep = xmalloc(sizeof(int) * (size_t)pb->nproc);
 	/* the usable hosts no node rank is on */
 	used = xcalloc((size_t)pb->nhost, 1);
@@ -777,6 +787,41 @@ static int cmp_place(const void *a, const void *b, void *ctx)
 	return place[*(const int *)a] - place[*(const int *)b];
 }
 
+/* With by_ep every node rank of a unit runs the same pipeline rank and
+ * waits for the unit's slowest host: the heaviest units take the blocks
+ * whose worst host comes first in the greedy order (place: host → place).
+ * Reorders the blocks of onodes and ohosts (R each, nu of them) so. */
+static void match_units(const tm_problem *pb, int R, int nu, const int *place,
+                        int *onodes, int *ohosts)
+{
+	int *uo = xmalloc(sizeof(int) * (size_t)nu);
+	int *bo = xmalloc(sizeof(int) * (size_t)nu);
+	double *uw = xmalloc(sizeof(double) * (size_t)nu);
+	double *bq = xmalloc(sizeof(double) * (size_t)nu);
+	int *tn = xmalloc(sizeof(int) * (size_t)nu * (size_t)R);
+	int *th = xmalloc(sizeof(int) * (size_t)nu * (size_t)R);
+	for (int b = 0; b < nu; b++) {
+		uo[b] = bo[b] = b;
+		uw[b] = pb->work[pb->rank_stage[onodes[b * R] * pb->nproc]];
+		/* the block's hosts are sorted: its last is its worst */
+		bq[b] = -place[ohosts[b * R + R - 1]];
+	}
+	sort_desc(uo, nu, uw, NULL);
+	sort_desc(bo, nu, bq, NULL);
+	for (int k = 0; k < nu; k++) {
+		memcpy(&tn[k * R], &onodes[uo[k] * R], sizeof(int) * (size_t)R);
+		memcpy(&th[k * R], &ohosts[bo[k] * R], sizeof(int) * (size_t)R);
+	}
+	memcpy(onodes, tn, sizeof(int) * (size_t)nu * (size_t)R);
+	memcpy(ohosts, th, sizeof(int) * (size_t)nu * (size_t)R);
+	free(uo);
+	free(bo);
+	free(uw);
+	free(bq);
+	free(tn);
+	free(th);
+}
+
 /* Replicas inside groups. Filling groups in the greedy order keeps hosts of
  * one group together, but node ranks come by work, so one replica's stages
  * still land in many groups and its pipeline hops cross them. When every
@@ -788,36 +833,49 @@ static int cmp_place(const void *a, const void *b, void *ctx)
  * evenly spaced, to a pool that makes the last blocks, group after group.
  * Replica d takes the d-th block (consecutive replicas share a group, as
  * the all-reduce ring's neighbours), its heaviest node rank on the block's
- * best host. Writes the node and host orders for place_nodes; returns
- * false when the job has no such shape. */
+ * best host. With by_ep the units are instead the instances of one
+ * pipeline rank in one expert-parallel group (their all-to-all runs every
+ * microbatch; the hops between a replica's stages only in the fill), each
+ * group's hosts are dealt in order rather than round robin, and the
+ * heaviest units take the best blocks (match_units). Writes the node and
+ * host orders for place_nodes; returns false when the job has no such
+ * shape. */
 static bool replica_blocks(const tm_problem *pb, const int *nodes,
-                           const int *hosts, int *onodes, int *ohosts)
+                           const int *hosts, bool by_ep, int *onodes,
+                           int *ohosts)
 {
 	int nn = pb->nnodes, R, nb = 0, npool = 0, ng = pb->ngrp;
+	/* the units that get a block each: replicas, or with by_ep the
+	 * instances of one pipeline rank in one expert-parallel group */
+	int nu = by_ep ? pb->nrep / pb->nep * pb->npp : pb->nrep;
 	int *rep = xmalloc(sizeof(int) * (size_t)nn);
-	int *cnt = xcalloc((size_t)(pb->nrep > ng ? pb->nrep : ng) + 1,
-	                   sizeof(int));
+	int *cnt = xcalloc((size_t)(nu > ng ? nu : ng) + 1, sizeof(int));
 	int *grouped = NULL, *pool = NULL, *at = NULL, *order = NULL;
-	bool ok = pb->nrep > 1;
+	bool ok = nu > 1 && (!by_ep || tm_has_a2a(pb));
 
 	for (int n = 0; n < nn && ok; n++) {
-		rep[n] = pb->rank_rep[n * pb->nproc];
-		for (int i = 1; i < pb->nproc && ok; i++)
-			ok = pb->rank_rep[n * pb->nproc + i] == rep[n];
+		for (int i = 0; i < pb->nproc && ok; i++) {
+			int r = n * pb->nproc + i, d = pb->rank_rep[r];
+			int u = by_ep ? pb->ep_group[d] * pb->npp + pb->rank_stage[r] :
+			        d;
+			if (i == 0)
+				rep[n] = u;
+			ok = rep[n] == u;
+		}
 		if (ok)
 			cnt[rep[n]]++;
 	}
 	R = ok ? cnt[0] : 0;
-	for (int d = 1; d < pb->nrep && ok; d++)
+	for (int d = 1; d < nu && ok; d++)
 		ok = cnt[d] == R;
 	if (!ok || R < 2) {
 		free(rep);
 		free(cnt);
 		return false;
 	}
-	/* node ranks replica by replica, each replica's by decreasing work
-	 * (nodes is in that order) */
-	memset(cnt, 0, sizeof(int) * (size_t)pb->nrep);
+	/* node ranks unit by unit, each unit's by decreasing work (nodes is
+	 * in that order) */
+	memset(cnt, 0, sizeof(int) * (size_t)nu);
 	for (int i = 0; i < nn; i++) {
 		int n = nodes[i];
 		onodes[rep[n] * R + cnt[rep[n]]++] = n;
@@ -848,7 +906,12 @@ static bool replica_blocks(const tm_problem *pb, const int *nodes,
 				pool[npool++] = gh[j];
 				continue;
 			}
-			int b = nb + rr % full, slot = rr / full;
+			/* replicas: round robin, so that every replica gets
+			 * its share of good hosts; with by_ep, in order, so
+			 * that the slow hosts (which hold their whole unit
+			 * back) share few blocks */
+			int b = by_ep ? nb + rr / R : nb + rr % full;
+			int slot = by_ep ? rr % R : rr / full;
 			ohosts[b * R + slot] = gh[j];
 			rr++;
 		}
@@ -861,8 +924,10 @@ static bool replica_blocks(const tm_problem *pb, const int *nodes,
 	int *place = xmalloc(sizeof(int) * (size_t)pb->nhost);
 	for (int u = 0; u < nn; u++)
 		place[hosts[u]] = u;
-	for (int b = 0; b < pb->nrep; b++)
+	for (int b = 0; b < nu; b++)
 		tm_sort(&ohosts[b * R], (size_t)R, sizeof(int), cmp_place, place);
+	if (by_ep)
+		match_units(pb, R, nu, place, onodes, ohosts);
 	free(place);
 	free(rep);
 	free(cnt);
@@ -968,10 +1033,11 @@ int tm_solve_greedy(const tm_problem *pb, double deadline_ms, int *flat,
 		int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
 		int *on = xmalloc(sizeof(int) * (size_t)pb->nnodes);
 		int *oh = xmalloc(sizeof(int) * (size_t)pb->nnodes);
-		if (replica_blocks(pb, nodes, hosts, on, oh) &&
-		    place_nodes(pb, on, oh, alt))
-			ok = finish_better(pb, deadline_ms, alt, flat, ok,
-			                   stopped);
+		for (int by_ep = 0; by_ep < 2; by_ep++)
+			if (replica_blocks(pb, nodes, hosts, by_ep, on, oh) &&
+			    place_nodes(pb, on, oh, alt))
+				ok = finish_better(pb, deadline_ms, alt, flat, ok,
+				                   stopped);
 		if (group_hosts(pb, hosts) && place_nodes(pb, nodes, hosts, alt))
 			ok = finish_better(pb, deadline_ms, alt, flat, ok,
 			                   stopped);

@@ -227,8 +227,10 @@ bool tm_host_decomposable(const tm_problem *pb)
 
 	crit_positions(pb, &kp, &kw, &km);
 	/* replan's reference (a previous plan, maybe with GPUs gone) and
-	 * move prices are the direct program's business */
-	if (pb->ref_custom || pb->crit[0] != TM_CRIT_TIME ||
+	 * move prices are the direct program's business; so is an expert-
+	 * parallel all-to-all, which ties replicas' instance times together
+	 * (the decomposition times each replica on its own) */
+	if (pb->ref_custom || pb->crit[0] != TM_CRIT_TIME || tm_has_a2a(pb) ||
 	    (kp >= 0 && kp > km) || (kw >= 0 && (kw > km || kw < kp)) ||
 	    pol->pp_nvlink ||
 	    !isnan(pol->max_temp_c) || pol->max_moves >= 0 ||

@@ -11,7 +11,11 @@
  *   C[d,k] ≥ Σh c(g,h) x[b,h] − Cmax (1 − x[a,g])   ∀g        (slowest hop)
  *   A      ≥ Σh a_s(g,h) x[e,h] − Amax_s (1 − x[r,g])  ∀g     (all-reduce)
  *            for every data-parallel ring edge r → e of pipeline rank s
- *   T ≥ Σs w_s D[d,s] / v + Σk C[d,k] + (m − 1/v) B[d] + A    (iteration)
+ *   X[o,s] ≥ Σ(b peer of a) Σh e_s(g,h) x[b,h] − Xmax_s (1 − x[a,g])  ∀g
+ *            for every sender a of expert-parallel group o's all-to-all
+ *            at pipeline rank s; D[d,s] then also bounds the group's other
+ *            instances' GPUs, and w_s D[d,s] + X[o,s] is the instance time
+ *   T ≥ Σs (w_s D[d,s] + X[o,s]) / v + Σk C[d,k] + (m − 1/v) B[d] + A
  *   P ≥ Σr θ[r,g] x[r,g]   ∀g   with θ the temperature at the reference time
  *
  * Phase 0 minimises T to find the reference time; then each criterion of
@@ -46,6 +50,9 @@ typedef struct ilp {
 	int *bcol;            /* replica → column */
 	int *ccol;            /* replica*nhops + hop → column, 0 if constant */
 	int acol;             /* all-reduce time, 0 if constant or none */
+	int *ecol;            /* ep group*npp + stage → all-to-all time, 0 if
+	                         constant or none */
+	double *e_const_ms;   /* stage → the all-to-all's time when constant */
 	int tcol, pcol;       /* iteration time, peak temperature */
 	int wcol;             /* wear at the reference time */
 	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
@@ -324,7 +331,77 @@ static void time_cols(ilp *L)
 	}
 	if (any_grad)
 		L->acol = add_col(L, GLP_CV, 0, INFINITY, "A");
+	/* the all-to-alls: a column per expert-parallel group and stage, or
+	 * a constant, ep − 1 pieces at the common bandwidth */
+	L->ecol = xcalloc((size_t)pb->nrep * pb->npp, sizeof(int));
+	L->e_const_ms = xcalloc((size_t)pb->npp, sizeof(double));
+	for (int s = 0; tm_has_a2a(pb) && s < pb->npp; s++) {
+		if (!(pb->a2a[s] > 0))
+			continue;
+		if (L->comm_const) {
+			L->e_const_ms[s] = (pb->nep - 1) * pb->a2a[s] / pb->nep *
+			                   1048576.0 / (L->bwmin * 1e6);
+			continue;
+		}
+		for (int o = 0; o < pb->nrep / pb->nep; o++)
+			L->ecol[o * pb->npp + s] = add_col(L, GLP_CV, 0, INFINITY,
+			                                   "X_o%d_s%d", o, s);
+	}
 	L->tcol = add_col(L, GLP_CV, 0, INFINITY, "T");
+}
+
+/* The all-to-alls: like a hop, from each sender to all its peers at once
+ * (the pieces add up), for every sender of every group and stage. */
+static void alltoall_rows(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu, E = pb->nep;
+
+	for (int o = 0; o < pb->nrep / E && tm_has_a2a(pb); o++)
+		for (int s = 0; s < pb->npp; s++) {
+			int ec = L->ecol[o * pb->npp + s];
+			const int *reps = &pb->ep_reps[o * E];
+			double xmax;
+			if (!ec)
+				continue;
+			xmax = (E - 1) * pb->a2a[s] / E * 1048576.0 /
+			       (L->bwmin * 1e6);
+			for (int q = 0; q < pb->nmember; q++)
+				for (int i = 0; i < E; i++) {
+					int a = pb->inst_rank[(reps[i] * pb->npp + s) *
+					                      pb->nmember + q];
+					for (int g = 0; g < G; g++) {
+						if (!L->xcol[a * G + g])
+							continue;
+						row_begin(L);
+						row_add(L, ec, 1);
+						row_add(L, L->xcol[a * G + g], -xmax);
+						for (int k = 0; k < E; k++) {
+							int b;
+							if (k == i)
+								continue;
+							b = pb->inst_rank[(reps[k] * pb->npp + s) *
+							                  pb->nmember + q];
+							for (int h = 0; h < G; h++)
+								if (h != g)
+									row_add(L, L->xcol[b * G + h],
+									        -tm_a2a_piece_ms(pb,
+									        pb->a2a[s], g, h));
+						}
+						row_end(L, GLP_LO, -xmax, 0,
+						        "a2a_o%d_s%d_r%d_h%d_g%d", o, s, a,
+						        name_host(pb, g), name_gpu(pb, g));
+					}
+				}
+		}
+}
+
+/* The all-to-all column of replica d's instance of stage s (0: none or
+ * constant). */
+static int a2a_col(const ilp *L, int d, int s)
+{
+	const tm_problem *pb = L->pb;
+	return tm_has_a2a(pb) ? L->ecol[pb->ep_group[d] * pb->npp + s] : 0;
 }
 
 /* Every rank on one GPU, every GPU at most one rank. */
@@ -424,19 +501,28 @@ static void instance_rows(ilp *L, int d)
 
 	for (int s = 0; s < pb->npp; s++) {
 		int dc = L->dcol[d * pb->npp + s];
-		const int *mem = &pb->inst_rank[(d * pb->npp + s) * pb->nmember];
-		for (int k = 0; dc && k < pb->nmember; k++) {
-			row_begin(L);
-			row_add(L, dc, 1);
-			for (int g = 0; g < G; g++)
-				row_add(L, L->xcol[mem[k] * G + g], -pb->derate[g]);
-			row_end(L, GLP_LO, 0, 0, "slow_d%d_s%d_r%d", d, s, mem[k]);
+		/* with an all-to-all, the group's instances wait for each
+		 * other: D bounds all their GPUs */
+		bool tied = tm_has_a2a(pb) && pb->a2a[s] > 0;
+		for (int e = 0; e < (tied ? pb->nep : 1); e++) {
+			int de = tied ? pb->ep_reps[pb->ep_group[d] * pb->nep + e] : d;
+			const int *mem = &pb->inst_rank[(de * pb->npp + s) *
+			                                pb->nmember];
+			for (int k = 0; dc && k < pb->nmember; k++) {
+				row_begin(L);
+				row_add(L, dc, 1);
+				for (int g = 0; g < G; g++)
+					row_add(L, L->xcol[mem[k] * G + g], -pb->derate[g]);
+				row_end(L, GLP_LO, 0, 0, "slow_d%d_s%d_r%d", d, s,
+				        mem[k]);
+			}
 		}
 		row_begin(L);
 		row_add(L, L->bcol[d], 1);
 		row_add(L, dc, -pb->work[s]);
-		row_end(L, GLP_LO, dc ? 0 : pb->work[s] * pb->derate[0], 0,
-		        "bneck_d%d_s%d", d, s);
+		row_add(L, a2a_col(L, d, s), -1);
+		row_end(L, GLP_LO, (dc ? 0 : pb->work[s] * pb->derate[0]) +
+		        L->e_const_ms[s], 0, "bneck_d%d_s%d", d, s);
 	}
 }
 
@@ -494,6 +580,8 @@ static void iteration_row(ilp *L, int d, double cst)
 			row_add(L, L->dcol[d * pb->npp + s], -pb->work[s] / v);
 		else
 			cst += pb->work[s] * pb->derate[0] / v;
+		row_add(L, a2a_col(L, d, s), -1 / v);
+		cst += L->e_const_ms[s] / v;
 	}
 	for (int k = 0; k < pb->nhops; k++)
 		row_add(L, L->ccol[d * pb->nhops + k], -1);
@@ -538,6 +626,7 @@ static void build(ilp *L)
 	assignment_rows(L);
 	torchrun_rows(L);
 	allreduce_rows(L);
+	alltoall_rows(L);
 	for (int d = 0; d < pb->nrep; d++) {
 		double cst;
 		instance_rows(L, d);
@@ -587,6 +676,22 @@ static void temperature_rows(ilp *L)
 }
 
 /* Column values of a placement, for GLPK's incumbent. */
+/* D[d,s] of a placement: the slowest derate of the instance's GPUs, and
+ * with an all-to-all at s, of its group's instances' GPUs. */
+static double group_derate(const tm_problem *pb, const int *flat, int d,
+                           int s)
+{
+	bool tied = tm_has_a2a(pb) && pb->a2a[s] > 0;
+	double x = 0;
+	for (int e = 0; e < (tied ? pb->nep : 1); e++) {
+		int de = tied ? pb->ep_reps[pb->ep_group[d] * pb->nep + e] : d;
+		const int *mem = &pb->inst_rank[(de * pb->npp + s) * pb->nmember];
+		for (int k = 0; k < pb->nmember; k++)
+			x = fmax(x, pb->derate[flat[mem[k]]]);
+	}
+	return x;
+}
+
 static void fill(ilp *L, const int *flat)
 {
 	const tm_problem *pb = L->pb;
@@ -612,9 +717,15 @@ static void fill(ilp *L, const int *flat)
 	for (int d = 0; d < pb->nrep; d++) {
 		double b = 0;
 		for (int s = 0; s < pb->npp; s++) {
-			double t = tm_inst_ms(pb, flat, d, s);
+			double t = tm_inst_ms(pb, flat, d, s), x = 0;
+			int ec = a2a_col(L, d, s);
+			if (ec || L->e_const_ms[s] > 0)
+				x = tm_a2a_ms(pb, flat, pb->ep_group[d], s);
+			if (ec)
+				L->vec[ec] = x;
 			if (L->dcol[d * pb->npp + s])
-				L->vec[L->dcol[d * pb->npp + s]] = t / pb->work[s];
+				L->vec[L->dcol[d * pb->npp + s]] = group_derate(pb,
+				                                   flat, d, s);
 			b = fmax(b, t);
 		}
 		L->vec[L->bcol[d]] = b;
@@ -798,6 +909,8 @@ static void ilp_free(ilp *L)
 	free(L->dcol);
 	free(L->bcol);
 	free(L->ccol);
+	free(L->ecol);
+	free(L->e_const_ms);
 	free(L->ind);
 	free(L->val);
 	free(L->vec);

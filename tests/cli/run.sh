@@ -156,6 +156,26 @@ if grep -q allreduce "$W/gr-nograd/plan.json"; then bad "groups-nograd: allreduc
 rm -rf "$W/b"; cp -r "$W/gr-thermal" "$W/b"
 sed -i 's/"allreduce_ms": 20.9715,/"allreduce_ms": 83.8861,/' "$W/b/plan.json"
 t groups-tampered 4 "thermap: error: $W/b/plan.json: predicted.allreduce_ms is 83.8861; the data-parallel rings give 20.9715 for this placement" -- check $GC $GJ --plan "$W/b" --profile $D/groups-profile.json
+# the expert-parallel all-to-all: ep=2 replicas, one per node rank, that
+# exchange 200 MiB per microbatch at both stages: 100 MiB each way at 12.5
+# GB/s across groups (8.388608 ms) for torchrun's a0 and b0, at 50 GB/s
+# (2.097152 ms) once the planner puts both node ranks in one group
+GE="--job $D/job-ep2-a2a.json"
+for pol in identity thermal; do
+	t "ep-$pol" 0 "" -- plan $GC --profile $D/groups-profile.json $GE --policy policies/$pol.json -o "$W/ep-$pol"
+	t "ep-$pol-check" 0 "" -- check $GC $GE --plan "$W/ep-$pol" --profile $D/groups-profile.json
+done
+has ep-identity-a2a "$W/ep-identity/plan.json" '"alltoall_ms": 8.3886,'
+has ep-thermal-a2a "$W/ep-thermal/plan.json" '"alltoall_ms": 2.0972,'
+t ep-thermal-summary 0 "" -- plan $GC --profile $D/groups-profile.json $GE -o "$W/ep-thermal"
+has ep-thermal-line "$W/out" "(all-to-all up to 2.10 ms per microbatch; identity 735.78 ms, +6.80 %)"
+if grep -q alltoall "$W/gr-thermal/plan.json"; then bad "groups: alltoall_ms written without ep"; else ok; fi
+# check recomputes the all-to-all on its own
+rm -rf "$W/b"; cp -r "$W/ep-thermal" "$W/b"
+sed -i 's/"alltoall_ms": 2.0972,/"alltoall_ms": 8.3886,/' "$W/b/plan.json"
+t ep-tampered 4 "thermap: error: $W/b/plan.json: predicted.alltoall_ms is 8.3886; the expert-parallel groups give 2.0972 for this placement" -- check $GC $GE --plan "$W/b" --profile $D/groups-profile.json
+sed 's/"a2a_mib": 200}$/"a2a_mib": null}/' $D/job-ep2-a2a.json >"$W/job-anull.json"
+t a2a-null 4 "thermap: error: $W/job-anull.json: stages[1].a2a_mib: is null; expected a number from 0 to 1e+07" -- plan $GC --profile $D/groups-profile.json --job "$W/job-anull.json" -o "$W/x"
 # grad_mib: a number of MiB, not null
 sed 's/"grad_mib": 800/"grad_mib": null/' $D/job-dp2-grad.json >"$W/job-gnull.json"
 t grad-null 4 "thermap: error: $W/job-gnull.json: stages[0].grad_mib: is null; expected a number from 0 to 1e+07" -- plan $GC --profile $D/groups-profile.json --job "$W/job-gnull.json" -o "$W/x"

@@ -465,9 +465,9 @@ for l in '"format": "thermap.check/1",' '"ok": true,' '"exit": 0,' "\"plan\": \"
 	 '{"name": "evidence_rule", "result": "pass"}' '"failure": null'; do
 	if grep -qF -- "$l" "$W/out"; then ok; else bad "check-json lacks: $l"; fi
 done
-if [ "$(grep -c '{"name": ' "$W/out")" = 15 ]; then ok; else bad "check-json: not 15 checks"; fi
+if [ "$(grep -c '{"name": ' "$W/out")" = 16 ]; then ok; else bad "check-json: not 16 checks"; fi
 if command -v jq >/dev/null 2>&1; then
-	if jq -e '.ok and (.checks | length) == 15' "$W/out" >/dev/null; then ok
+	if jq -e '.ok and (.checks | length) == 16' "$W/out" >/dev/null; then ok
 	else bad "check-json: not the JSON expected"; fi
 else
 	skipped check-json-jq jq "jq is not installed" "install it: scripts/ensure-deps.sh jq"
