@@ -41,9 +41,12 @@ FUZZ_WARN = $(WARN) -Wno-unknown-warning-option
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
            libcmocka-dev
 # what the tests need beyond the build: two independent solvers that
-# re-solve the --write-lp files (tests/lp/run.sh), and jq and xmllint,
-# outside readers of check's JSON and compare's SVG
-TEST_DEB = coinor-cbc glpk-utils jq libxml2-utils
+# re-solve the --write-lp files (tests/lp/run.sh), jq and xmllint,
+# outside readers of check's JSON and compare's SVG, and the launchers the
+# plan's launcher files are tested with (tests/launch/run.sh): Open MPI,
+# and Slurm with munge, which the test starts on this host by itself
+TEST_DEB = coinor-cbc glpk-utils jq libxml2-utils openmpi-bin \
+           slurmctld slurmd slurm-client munge
 
 all: $(B)/thermap
 
@@ -124,7 +127,8 @@ HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
             tests/cli/writes.sh tests/profile/fixtures.sh \
             tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
             tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
-            tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh
+            tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh \
+            tests/launch/run.sh
 
 # $(call harnesses,BIN): every harness against BIN, stopping at the first
 # that fails; a check skipped by THERMAP_SKIP is logged for check's count
@@ -169,6 +173,11 @@ check-tsan:
 	        build-tsan/test_profile
 	TSAN_OPTIONS=halt_on_error=1 ./build-tsan/test_profile
 
+# the launcher files against the real launchers alone (make check runs
+# the same harness): Open MPI, and Slurm started privately on this host
+check-launchers: check-deps all
+	THERMAP=$(B)/thermap sh tests/launch/run.sh
+
 # Installs missing Debian packages when run as root, then plans the real
 # 4xH200 recording bundled in fixtures/h200x4-a.
 demo:
@@ -188,7 +197,8 @@ bench: all
 clean:
 	rm -rf build build-san build-tsan build-fuzz libthermap.a demo-plan
 
-.PHONY: all check check-deps check-san check-tsan demo bench clean libthermap.a \
+.PHONY: all check check-deps check-san check-tsan check-launchers demo bench \
+        clean libthermap.a \
         fuzz fuzz-deps fuzz-replay
 .SECONDARY:
 

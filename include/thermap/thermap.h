@@ -567,6 +567,7 @@ enum tm_check_step {
 	TM_CK_INPUTS,        /* made for these cluster and job files */
 	TM_CK_ENV_FILES,     /* env files read, and consistent with the job */
 	TM_CK_RANKS,         /* every rank from the env files as in ranks[] */
+	TM_CK_LAUNCHERS,     /* entry.sh, the Slurm, MPI and DeepSpeed files */
 	TM_CK_TP_NVLINK, TM_CK_PP_NVLINK, TM_CK_MEMORY,
 	TM_CK_REPLAN_MOVES,  /* a replan's from and moves */
 	TM_CK_MAX_MOVES,

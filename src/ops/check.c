@@ -10,8 +10,10 @@
  * file's values as they are, and every judgement of them is made here.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ops/ops.h"
 
@@ -22,6 +24,10 @@ typedef struct envf {
 	char *devices;     /* CUDA_VISIBLE_DEVICES */
 	char *master, *plan;
 	int seen;          /* bit per required key */
+	/* torchrun's PET_* names, when given: PET_NODE_RANK, PET_NNODES,
+	 * PET_NPROC_PER_NODE, PET_MASTER_ADDR (pet_seen: bit per key) */
+	int pet[3], pet_seen;
+	char *pet_master;
 } envf;
 
 /* For tm_sort, a merge sort: n log n whatever the names. */
@@ -47,6 +53,8 @@ static int read_env(const char *dir, const char *name, envf *e,
 	static const char *const keys[] = { "CUDA_VISIBLE_DEVICES",
 		"NODE_RANK", "NNODES", "NPROC_PER_NODE", "MASTER_ADDR",
 		"THERMAP_PLAN" };
+	static const char *const pets[] = { "PET_NODE_RANK", "PET_NNODES",
+		"PET_NPROC_PER_NODE", "PET_MASTER_ADDR" };
 	char *text, *line, *save = NULL;
 	size_t len;
 	int lineno = 0, rc;
@@ -72,8 +80,25 @@ static int read_env(const char *dir, const char *name, envf *e,
 		*eq = '\0';
 		for (k = 0; k < 6 && strcmp(line, keys[k]); k++)
 			;
-		if (k == 6)
-			continue;  /* CUDA_DEVICE_ORDER, MASTER_PORT, … */
+		if (k == 6) {
+			int q;
+			for (q = 0; q < 4 && strcmp(line, pets[q]); q++)
+				;
+			if (q == 4)
+				continue;  /* CUDA_DEVICE_ORDER, MASTER_PORT, … */
+			e->pet_seen |= 1 << q;
+			if (q < 3 && parse_int(eq + 1, &e->pet[q])) {
+				free(text);
+				return tm_fail(err, TM_EINPUT, "%s:%d: %s: expected a "
+				               "non-negative integer", e->path, lineno,
+				               line);
+			}
+			if (q == 3) {
+				free(e->pet_master);
+				e->pet_master = xstrdup(eq + 1);
+			}
+			continue;
+		}
 		e->seen |= 1 << k;
 		if ((k == 1 && parse_int(eq + 1, &e->node_rank)) ||
 		    (k == 2 && parse_int(eq + 1, &e->nnodes)) ||
@@ -815,6 +840,25 @@ static int check_ranks(const chk *K, const tm_plancheck *P)
 	return 0;
 }
 
+/* torchrun's PET_* names, where an env file gives them, say what its plain
+ * names say (torchrun takes them when its flags are not given). */
+static int check_pet(const chk *K, const envf *e)
+{
+	static const char *const names[] = { "PET_NODE_RANK", "PET_NNODES",
+		"PET_NPROC_PER_NODE" };
+	const int plain[] = { e->node_rank, e->nnodes, e->nproc };
+	for (int q = 0; q < 3; q++)
+		if (e->pet_seen & 1 << q && e->pet[q] != plain[q])
+			return tm_fail(K->err, TM_EINPUT, "%s: %s=%d; %s is %d",
+			               e->path, names[q], e->pet[q], names[q] + 4,
+			               plain[q]);
+	if (e->pet_seen & 1 << 3 && strcmp(e->pet_master, e->master))
+		return tm_fail(K->err, TM_EINPUT, "%s: PET_MASTER_ADDR=%s; "
+		               "MASTER_ADDR is %s", e->path, e->pet_master,
+		               e->master);
+	return 0;
+}
+
 static int check_envs(chk *K, envf *E, int ne, const char *id)
 {
 	const tm_job *j = K->j;
@@ -894,6 +938,8 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 			rc = tm_fail(K->err, TM_EINPUT, "%s: MASTER_ADDR=%s; node rank "
 			             "0 is %s", E[node_file[n]].path, m0,
 			             E[node_file[0]].host);
+		else
+			rc = check_pet(K, &E[node_file[n]]);
 	}
 	free(node_file);
 	free(byname);
@@ -958,7 +1004,8 @@ static int plan_layers(const char *pj, const tm_job *j,
 static const char *const step_names[TM_CK_NSTEPS] = {
 	[TM_CK_INPUT_FILES] = "input_files", [TM_CK_PLAN_JSON] = "plan_json",
 	[TM_CK_INPUTS] = "inputs", [TM_CK_ENV_FILES] = "env_files",
-	[TM_CK_RANKS] = "ranks", [TM_CK_TP_NVLINK] = "tp_nvlink",
+	[TM_CK_RANKS] = "ranks", [TM_CK_LAUNCHERS] = "launchers",
+	[TM_CK_TP_NVLINK] = "tp_nvlink",
 	[TM_CK_PP_NVLINK] = "pp_nvlink", [TM_CK_MEMORY] = "memory",
 	[TM_CK_REPLAN_MOVES] = "replan_moves", [TM_CK_MAX_MOVES] = "max_moves",
 	[TM_CK_PREVIOUS] = "previous", [TM_CK_PREDICTIONS] = "predictions",
@@ -987,6 +1034,240 @@ static int mark(tm_check_report *R, int step, int rc)
 	if (rc && R->failed < 0)
 		R->failed = step;
 	return rc;
+}
+
+/* ---- the launcher files ----------------------------------------------------
+ * entry.sh must be the plan's entry point, byte for byte and executable;
+ * slurm.hostfile, mpi.rankfile and deepspeed.hostfile (and launch.txt's
+ * DeepSpeed --include) are read here with their launchers' grammars and
+ * must put every rank where the env files do (K->host, K->gpu). A plan
+ * written before these files existed has none of them: not applicable. */
+
+static const char *const launchers[] = { "entry.sh", "slurm.hostfile",
+	"mpi.rankfile", "deepspeed.hostfile" };
+
+/* The next line of text (NUL-terminated in place), its number in *no;
+ * NULL at the end. */
+static char *next_line(char **at, int *no)
+{
+	char *s = *at, *nl;
+	if (!s || !*s)
+		return NULL;
+	nl = strchr(s, '\n');
+	if (nl) {
+		*nl = '\0';
+		*at = nl + 1;
+	} else {
+		*at = NULL;
+	}
+	++*no;
+	return s;
+}
+
+static const char *rank_host(const chk *K, int r)
+{
+	return K->c->nodes[K->host[r]].host;
+}
+
+static int check_entry(const chk *K, const char *path, const char *text,
+                       size_t len, const char *id)
+{
+	strbuf b;
+	struct stat st;
+	int line = 1, rc = 0;
+	sb_init(&b);
+	tm_launch_entry(id, &b);
+	if (len != b.len || memcmp(text, b.s, len)) {
+		for (size_t i = 0; i < len && i < b.len && text[i] == b.s[i]; i++)
+			line += text[i] == '\n';
+		rc = tm_fail(K->err, TM_EINPUT, "%s:%d: differs from the entry "
+		             "point of plan %s", path, line, id);
+	} else if (stat(path, &st) != 0 || !(st.st_mode & S_IXUSR)) {
+		rc = tm_fail(K->err, TM_EINPUT, "%s: is not executable", path);
+	}
+	sb_free(&b);
+	return rc;
+}
+
+static int check_slurm_hostfile(const chk *K, const char *path, char *text)
+{
+	char *at = text, *l;
+	int no = 0, w = K->j->world;
+	while ((l = next_line(&at, &no))) {
+		if (no > w)
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: the plan has %d "
+			               "ranks, one line each", path, no, w);
+		if (strcmp(l, rank_host(K, no - 1)))
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: %s; rank %d is on %s",
+			               path, no, l, no - 1, rank_host(K, no - 1));
+	}
+	if (no != w)
+		return tm_fail(K->err, TM_EINPUT, "%s: %d lines; the plan has %d "
+		               "ranks, one line each", path, no, w);
+	return 0;
+}
+
+/* Open MPI's rankfile grammar: "rank N=HOST slot=SPEC", # comments. */
+static int check_rankfile(const chk *K, const char *path, char *text)
+{
+	char *at = text, *l;
+	int no = 0, w = K->j->world, n = 0, rc = 0;
+	unsigned char *seen = xcalloc((size_t)w, 1);
+	while (!rc && (l = next_line(&at, &no))) {
+		char *end, *host, *slot;
+		long r;
+		if (l[0] == '#' || l[0] == '\0')
+			continue;
+		if (strncmp(l, "rank ", 5) ||
+		    (r = strtol(l + 5, &end, 10), end == l + 5) || *end != '=' ||
+		    !(slot = strstr(end, " slot=")) || !slot[6]) {
+			rc = tm_fail(K->err, TM_EINPUT, "%s:%d: expected rank N=HOST "
+			             "slot=SPEC", path, no);
+			break;
+		}
+		host = end + 1;
+		*slot = '\0';
+		if (r < 0 || r >= w || seen[r]++)
+			rc = tm_fail(K->err, TM_EINPUT, "%s:%d: rank %ld is out of "
+			             "range or repeats another line", path, no, r);
+		else if (strcmp(host, rank_host(K, (int)r)))
+			rc = tm_fail(K->err, TM_EINPUT, "%s:%d: rank %ld on %s; the "
+			             "plan puts it on %s", path, no, r, host,
+			             rank_host(K, (int)r));
+		n++;
+	}
+	if (!rc && n != w)
+		rc = tm_fail(K->err, TM_EINPUT, "%s: %d ranks; the plan has %d",
+		             path, n, w);
+	free(seen);
+	return rc;
+}
+
+/* DeepSpeed's hostfile: "HOST slots=N" per line, # comments; here one per
+ * node rank, in node-rank order. */
+static int check_ds_hostfile(const chk *K, const char *path, char *text)
+{
+	char *at = text, *l;
+	int no = 0, n = 0, P = K->j->nproc_per_node, N = K->j->world / P;
+	while ((l = next_line(&at, &no))) {
+		char *sp, *end;
+		long k;
+		if (l[0] == '#' || l[0] == '\0')
+			continue;
+		if (!(sp = strstr(l, " slots=")) ||
+		    (k = strtol(sp + 7, &end, 10), end == sp + 7) || *end)
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: expected HOST "
+			               "slots=N", path, no);
+		*sp = '\0';
+		if (n >= N || strcmp(l, rank_host(K, n * P)) || k != P)
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: %s slots=%ld; node "
+			               "rank %d is %s slots=%d", path, no, l, k, n,
+			               n < N ? rank_host(K, n * P) : "(none)", P);
+		n++;
+	}
+	if (n != N)
+		return tm_fail(K->err, TM_EINPUT, "%s: %d hosts; the plan has %d "
+		               "node ranks", path, n, N);
+	return 0;
+}
+
+/* launch.txt's deepspeed line: --include NODE_SPEC[@NODE_SPEC...] with
+ * NODE_SPEC = NAME[:SLOT[,SLOT...]], DeepSpeed's grammar; here every node
+ * rank's host in order, with its GPU indices in local-rank order. */
+static int check_ds_include(const chk *K, const char *path, char *text)
+{
+	char *at = text, *l, *inc = NULL;
+	int no = 0, line = 0, P = K->j->nproc_per_node, N = K->j->world / P;
+	while ((l = next_line(&at, &no)))
+		if (!strncmp(l, "deepspeed ", 10) && (inc = strstr(l, " --include "))) {
+			line = no;
+			break;
+		}
+	if (!inc)
+		return tm_fail(K->err, TM_EINPUT, "%s: no deepspeed line with "
+		               "--include", path);
+	inc += 11;
+	inc[strcspn(inc, " ")] = '\0';
+	for (int n = 0; n < N; n++) {
+		char *spec = inc, *colon;
+		inc = strchr(inc, '@');
+		if (inc)
+			*inc++ = '\0';
+		colon = strchr(spec, ':');
+		if (!colon || strncmp(spec, rank_host(K, n * P), (size_t)(colon -
+		    spec)) || rank_host(K, n * P)[colon - spec])
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: --include: host %d "
+			               "is not %s:SLOTS", path, line, n + 1,
+			               rank_host(K, n * P));
+		for (int i = 0; i < P; i++) {
+			char *end;
+			long g = strtol(colon + 1, &end, 10);
+			int want = K->c->nodes[K->host[n * P + i]].gpus[
+			           K->gpu[n * P + i]].index;
+			if (end == colon + 1 || g != want ||
+			    (i + 1 < P ? *end != ',' : *end != '\0'))
+				return tm_fail(K->err, TM_EINPUT, "%s:%d: --include: %s: "
+				               "slot %d is not GPU %d", path, line,
+				               rank_host(K, n * P), i, want);
+			colon = end;
+		}
+		if (n + 1 < N && !inc)
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: --include: %d hosts; "
+			               "the plan has %d node ranks", path, line, n + 1,
+			               N);
+	}
+	if (inc)
+		return tm_fail(K->err, TM_EINPUT, "%s:%d: --include: more hosts "
+		               "than the plan's %d node ranks", path, line, N);
+	return 0;
+}
+
+/* 1: none of the launcher files (a plan written before them). */
+static int check_launchers(const chk *K, const char *id)
+{
+	char path[4400], *text = NULL;
+	size_t len;
+	int rc = 0, absent = 0;
+	struct stat st;
+
+	for (int f = 0; f < 4; f++) {
+		snprintf(path, sizeof path, "%s/%s", K->dir, launchers[f]);
+		absent += stat(path, &st) != 0 && errno == ENOENT;
+	}
+	if (absent == 4)
+		return 1;
+	for (int f = 0; f < 5 && !rc; f++) {
+		snprintf(path, sizeof path, "%s/%s", K->dir, f < 4 ?
+		         launchers[f] : "launch.txt");
+		if ((rc = tm_read_file(path, TM_MAX_INPUT_BYTES, &text, &len,
+		                       K->err)))
+			break;
+		if (strlen(text) != len)
+			rc = tm_fail(K->err, TM_EINPUT, "%s: holds a NUL byte", path);
+		else if (f == 0)
+			rc = check_entry(K, path, text, len, id);
+		else if (f == 1)
+			rc = check_slurm_hostfile(K, path, text);
+		else if (f == 2)
+			rc = check_rankfile(K, path, text);
+		else if (f == 3)
+			rc = check_ds_hostfile(K, path, text);
+		else
+			rc = check_ds_include(K, path, text);
+		free(text);
+		text = NULL;
+	}
+	return rc;
+}
+
+static int mark_launchers(tm_check_report *R, const chk *K, const char *id)
+{
+	int rc = check_launchers(K, id);
+	if (rc == 1) {
+		R->result[TM_CK_LAUNCHERS] = TM_CK_NOT_APPLICABLE;
+		return 0;
+	}
+	return mark(R, TM_CK_LAUNCHERS, rc);
 }
 
 static void set_if_run(tm_check_report *R, int step, int result)
@@ -1144,6 +1425,7 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 		R->result[TM_CK_MAX_MOVES] = TM_CK_NOT_APPLICABLE;
 	if ((rc = mark(R, TM_CK_ENV_FILES, check_envs(&K, E, ne, id))) ||
 	    (rc = mark(R, TM_CK_RANKS, check_ranks(&K, &P))) ||
+	    (rc = mark_launchers(R, &K, id)) ||
 	    (R->result[TM_CK_TP_NVLINK] == TM_CK_NOT_RUN &&
 	     (rc = mark(R, TM_CK_TP_NVLINK, check_tp_nvlink(&K)))) ||
 	    (R->result[TM_CK_PP_NVLINK] == TM_CK_NOT_RUN &&
@@ -1213,7 +1495,9 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 	v = P.dec.verdict;
 	snprintf(summary, summary_len, "%s: ok: plan %s, %d ranks on %d "
 	         "node(s); every rank's GPU in the env files matches plan.json%s%s"
-	         "%s%s%s%s", dir, id, j->world, j->world / j->nproc_per_node,
+	         "%s%s%s%s%s", dir, id, j->world, j->world / j->nproc_per_node,
+	         R->result[TM_CK_LAUNCHERS] == TM_CK_PASS ? "; the launcher files "
+	         "agree" : "",
 	         cons->tp_nvlink ? "; tp_nvlink holds" : "",
 	         cons->pp_nvlink ? "; pp_nvlink holds" : "",
 	         p ? "; predictions reproduced" : "",
@@ -1237,6 +1521,7 @@ out:
 		free(E[i].devices);
 		free(E[i].master);
 		free(E[i].plan);
+		free(E[i].pet_master);
 	}
 	free(names);
 	free(E);

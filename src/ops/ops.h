@@ -24,6 +24,18 @@ int tm_plan_check_target(const char *dir, tm_error *err);
 int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
                      tm_plan_extra extra, void *ud, const char *dir,
                      char id[17], tm_error *err);
+/* launch.c: the launcher files of a plan directory (docs/launching.md):
+ * entry.sh (its only variable part is the plan id), slurm.hostfile,
+ * mpi.rankfile, deepspeed.hostfile and launch.txt. */
+void tm_launch_entry(const char *id, strbuf *b);
+void tm_launch_slurm_hostfile(const tm_problem *pb, const int *flat,
+                              strbuf *b);
+void tm_launch_rankfile(const tm_problem *pb, const int *flat,
+                        const char *id, strbuf *b);
+void tm_launch_ds_hostfile(const tm_problem *pb, const int *flat,
+                           const char *id, strbuf *b);
+void tm_launch_text(const tm_problem *pb, const int *flat, const char *id,
+                    strbuf *b);
 /* The plan id of a placement (16 hex digits). */
 void tm_plan_id(const tm_problem *pb, const int *flat, char id[17]);
 /* The Megatron-Core arguments for the layers per chunk of a relayered

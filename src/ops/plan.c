@@ -1,7 +1,9 @@
 /*
  * plan.c — turns a solution into the plan directory of the contract:
  * plan.json (placement, predictions, the solver's status and a "why" per
- * stage), env/<host>.env for torchrun and launch.txt. The directory is
+ * stage), env/<host>.env for torchrun, and the launcher files of launch.c
+ * (entry.sh, slurm.hostfile, mpi.rankfile, deepspeed.hostfile, launch.txt).
+ * The directory is
  * built under a temporary name beside the target and renamed into place,
  * so a launcher never sees half a plan. Identical inputs give identical
  * bytes: nothing here depends on the clock or the machine.
@@ -400,40 +402,45 @@ static void write_env(const tm_problem *pb, const int *flat, int n,
 	        pb->nnodes, pb->nproc);
 	sb_addf(b, "MASTER_ADDR=%s\nMASTER_PORT=%d\nTHERMAP_PLAN=%s\n",
 	        pb->c->nodes[h0].host, MASTER_PORT, id);
+	/* torchrun reads these when its flags are not given (as launchers
+	 * that only set the environment, the Kubeflow operator's, do) */
+	sb_addf(b, "PET_NNODES=%d\nPET_NPROC_PER_NODE=%d\nPET_NODE_RANK=%d\n"
+	        "PET_MASTER_ADDR=%s\nPET_MASTER_PORT=%d\n"
+	        "PET_RDZV_BACKEND=static\n", pb->nnodes, pb->nproc, n,
+	        pb->c->nodes[h0].host, MASTER_PORT);
 }
 
-static void write_launch(const tm_problem *pb, const int *flat,
-                         const char *id, strbuf *b)
+/* The files beside plan.json and env/, in the order they are written
+ * (entry.sh first: the one executable). */
+static const char *const launch_files[] = { "entry.sh", "slurm.hostfile",
+	"mpi.rankfile", "deepspeed.hostfile", "launch.txt" };
+#define NLAUNCH 5
+
+static void launch_file(const tm_problem *pb, const int *flat,
+                        const char *id, int f, strbuf *b)
 {
-	const tm_job *j = pb->job;
-	sb_addf(b, "# thermap plan %s (policy ", id);
-	sb_add_text(b, pb->pol->name);
-	sb_addf(b, "): %d node(s) × %d processes\n", pb->nnodes, pb->nproc);
-	sb_add(b, "# Launch with torchrun's static rendezvous so that node ranks "
-	       "are the plan's\n# (c10d would order nodes by host name). Run "
-	       "from the plan directory, one line per host.\n");
-	sb_addf(b, "# The training script must use tp=%d cp=%d ep=%d dp=%d "
-	        "pp=%d vpp=%d with rank order ", j->size[TM_TP], j->size[TM_CP],
-	        j->size[TM_EP], j->size[TM_DP], j->size[TM_PP], j->vpp);
-	for (int i = 0; i < j->norder; i++)
-		sb_addf(b, "%s%s", i ? "-" : "", tm_dim_names[j->order[i]]);
-	sb_add(b, ".\n");
-	for (int n = 0; n < pb->nnodes; n++) {
-		const char *host = pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]]
-		                   .host;
-		sb_addf(b, "# on %s (node rank %d):\n", host, n);
-		sb_addf(b, "set -a; . env/%s.env; set +a; torchrun "
-		        "--nnodes=\"$NNODES\" --nproc-per-node=\"$NPROC_PER_NODE\" "
-		        "--node-rank=\"$NODE_RANK\" --rdzv-backend=static "
-		        "--master-addr=\"$MASTER_ADDR\" --master-port=\"$MASTER_PORT\" "
-		        "TRAINING_SCRIPT.py [ARGS...]\n", host);
+	switch (f) {
+	case 0: tm_launch_entry(id, b); break;
+	case 1: tm_launch_slurm_hostfile(pb, flat, b); break;
+	case 2: tm_launch_rankfile(pb, flat, id, b); break;
+	case 3: tm_launch_ds_hostfile(pb, flat, id, b); break;
+	default: tm_launch_text(pb, flat, id, b); break;
 	}
+}
+
+static bool is_launch_file(const char *name)
+{
+	for (int f = 0; f < NLAUNCH; f++)
+		if (!strcmp(name, launch_files[f]))
+			return true;
+	return false;
 }
 
 /* ---- atomic directory ---------------------------------------------------- */
 
 /* THERMAP_TEST_STOP_AT=k stops the process (SIGSTOP) at the k-th step of
- * writing a plan (1: the temporary directory made, then after each file,
+ * writing a plan (1: the temporary directory made, then after plan.json,
+ * after each env file, after the launcher files,
  * then after the rename into place, last after the previous plan is
  * removed), so that a test can kill it there or change the target under
  * it and show that no half-written plan is ever visible and nothing but
@@ -531,8 +538,12 @@ static int sync_tree(const tm_problem *pb, const int *flat, int tfd, int efd,
 		if ((rc = sync_file_at(efd, file, path, err)))
 			return rc;
 	}
-	snprintf(path, sizeof path, "%s/launch.txt", tshown);
-	return sync_file_at(tfd, "launch.txt", path, err);
+	for (int f = 0; f < NLAUNCH; f++) {
+		snprintf(path, sizeof path, "%s/%s", tshown, launch_files[f]);
+		if ((rc = sync_file_at(tfd, launch_files[f], path, err)))
+			return rc;
+	}
+	return 0;
 }
 
 static bool same_at(int dfd, const char *name, int fd)
@@ -623,7 +634,7 @@ static bool holds_plan_json(int fd)
 
 /* What a plan directory may be replaced with the new plan: an empty
  * directory, or a thermap plan that holds nothing but a plan's names
- * (plan.json, launch.txt, env/ with HOST.env files); anything else is
+ * (plan.json, the launcher files, env/ with HOST.env files); anything else is
  * refused with TM_EUSAGE, naming what is not a plan's. fd: the directory,
  * shown: the target's name for messages. */
 static int replaceable_fd(int fd, const char *shown, tm_error *err)
@@ -648,7 +659,7 @@ static int replaceable_fd(int fd, const char *shown, tm_error *err)
 			continue;  /* gone meanwhile */
 		if (!strcmp(v[i], "plan.json") && S_ISREG(st.st_mode))
 			plan = mine = true;
-		else if (!strcmp(v[i], "launch.txt") && S_ISREG(st.st_mode))
+		else if (is_launch_file(v[i]) && S_ISREG(st.st_mode))
 			mine = true;
 		else if (!strcmp(v[i], "env") && S_ISDIR(st.st_mode)) {
 			int efd = openat(fd, "env", O_RDONLY | O_DIRECTORY |
@@ -719,7 +730,7 @@ static int target_ok(int dfd, const char *name, const char *shown,
 	return rc;
 }
 
-/* Removes what a plan holds (plan.json, launch.txt, env/ and its HOST.env
+/* Removes what a plan holds (plan.json, the launcher files, env/ and its HOST.env
  * files) from the directory open as fd, every name relative to a
  * descriptor and none followed, then the directory, name in dfd, if it is
  * still that directory. Anything else in it stays, and with it the
@@ -729,7 +740,8 @@ static bool remove_plan_at(int dfd, const char *name, int fd)
 	int efd = openat(fd, "env", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	                 O_CLOEXEC);
 	unlinkat(fd, "plan.json", 0);
-	unlinkat(fd, "launch.txt", 0);
+	for (int f = 0; f < NLAUNCH; f++)
+		unlinkat(fd, launch_files[f], 0);
 	if (efd >= 0) {
 		int n;
 		char **v = list_at(efd, &n);
@@ -976,14 +988,18 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		rc = write_file_at(efd, file, path, &b, err);
 		step(&k);
 	}
-	if (!rc) {
+	for (int f = 0; !rc && f < NLAUNCH; f++) {
 		b.len = 0;
 		b.s[0] = '\0';
-		write_launch(pb, flat, id, &b);
-		snprintf(path, sizeof path, "%s/launch.txt", tshown);
-		rc = write_file_at(tfd, "launch.txt", path, &b, err);
-		step(&k);
+		launch_file(pb, flat, id, f, &b);
+		snprintf(path, sizeof path, "%s/%s", tshown, launch_files[f]);
+		rc = write_file_at(tfd, launch_files[f], path, &b, err);
+		if (!rc && f == 0 && fchmodat(tfd, launch_files[f], 0755, 0) != 0)
+			rc = tm_fail(err, TM_EINTERNAL, "%s: %s", path,
+			             strerror(errno));
 	}
+	if (!rc)
+		step(&k);    /* one step for the launcher files */
 	sb_free(&b);
 	/* the files, all at once; then their names, with their directories;
 	 * the rename with the directory that holds the plan */

@@ -462,12 +462,13 @@ for l in '"format": "thermap.check/1",' '"ok": true,' '"exit": 0,' "\"plan\": \"
 	 '"ranks": 4,' '"nodes": 1,' '{"name": "ranks", "result": "pass"}' \
 	 '{"name": "pp_nvlink", "result": "not_applicable"}' \
 	 '{"name": "previous", "result": "skipped"}' \
+	 '{"name": "launchers", "result": "pass"}' \
 	 '{"name": "evidence_rule", "result": "pass"}' '"failure": null'; do
 	if grep -qF -- "$l" "$W/out"; then ok; else bad "check-json lacks: $l"; fi
 done
-if [ "$(grep -c '{"name": ' "$W/out")" = 16 ]; then ok; else bad "check-json: not 16 checks"; fi
+if [ "$(grep -c '{"name": ' "$W/out")" = 17 ]; then ok; else bad "check-json: not 17 checks"; fi
 if command -v jq >/dev/null 2>&1; then
-	if jq -e '.ok and (.checks | length) == 16' "$W/out" >/dev/null; then ok
+	if jq -e '.ok and (.checks | length) == 17' "$W/out" >/dev/null; then ok
 	else bad "check-json: not the JSON expected"; fi
 else
 	skipped check-json-jq jq "jq is not installed" "install it: scripts/ensure-deps.sh jq"
@@ -487,7 +488,7 @@ then ok; else bad "check-json-input: $(cat "$W/out")"; fi
 # the text stays as it was
 # shellcheck disable=SC2086
 t check-text 0 "" -- check $CJ --plan "$P/ref"
-check "check-text: one line" [ "$(cat "$W/out")" = "$P/ref: ok: plan $id, 4 ranks on 1 node(s); every rank's GPU in the env files matches plan.json; tp_nvlink holds" ]
+check "check-text: one line" [ "$(cat "$W/out")" = "$P/ref: ok: plan $id, 4 ranks on 1 node(s); every rank's GPU in the env files matches plan.json; the launcher files agree; tp_nvlink holds" ]
 
 # no case above touched the system's devices
 if [ -c /dev/null ] && [ -c /dev/full ]; then ok
