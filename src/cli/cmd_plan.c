@@ -87,7 +87,9 @@ static int run(int argc, char **argv)
 	if (!a.quiet) {
 		char *s = tm_plan_summary(res.pb, &res.sol);
 		cli_put_lines(stdout, s);
-		cli_say(stdout, "", "wrote %s (plan.json, env/, launch.txt)", a.out);
+		cli_say(stdout, "", "wrote %s (plan.json, env/, entry.sh, "
+		        "launch.txt, slurm.hostfile, mpi.rankfile, "
+		        "deepspeed.hostfile)", a.out);
 		if (a.lp)
 			cli_say(stdout, "", "wrote %s (phase 0 integer program, CPLEX "
 			        "LP)", a.lp);

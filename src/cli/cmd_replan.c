@@ -94,7 +94,9 @@ static int run(int argc, char **argv)
 	if (!a.quiet)
 		cli_put_lines(stderr, res.text);
 	if (!a.quiet && rc == 0)
-		cli_say(stderr, "", "wrote %s (plan.json, env/, launch.txt)", a.out);
+		cli_say(stderr, "", "wrote %s (plan.json, env/, entry.sh, "
+		        "launch.txt, slurm.hostfile, mpi.rankfile, "
+		        "deepspeed.hostfile)", a.out);
 	goto out;
 fail:
 	if (rc == TM_EUSAGE)

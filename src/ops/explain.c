@@ -88,10 +88,22 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 		min_sel = fmin(min_sel, pb->headroom[flat[r]]);
 		max_sel = fmax(max_sel, pb->headroom[flat[r]]);
 	}
-	sb_addf(b, " (%.1f ms per microbatch, busy %.0f %%) on GPU ",
-	        pb->work[s], busy * 100);
-	for (int k = 0; k < nsr && k < 8; k++)
-		sb_addf(b, "%s%d", k ? "," : "", gpu_index(pb, flat[sr[k]]));
+	sb_addf(b, " (%.1f ms per microbatch, busy %.0f %%) on ", pb->work[s],
+	        busy * 100);
+	/* host by host: a GPU index alone is ambiguous across hosts */
+	for (int k = 0, last = -1; k < nsr && k < 8; k++) {
+		int g = flat[sr[k]];
+		if (pb->gpu_host[g] != last) {
+			if (k)
+				sb_add(b, "; ");
+			sb_add_text(b, pb->c->nodes[pb->gpu_host[g]].host);
+			sb_add(b, " GPU ");
+			last = pb->gpu_host[g];
+		} else {
+			sb_add(b, ",");
+		}
+		sb_addf(b, "%d", gpu_index(pb, g));
+	}
 	if (cnt > 8)
 		sb_add(b, ",…");
 	if (known && cnt <= 64) {

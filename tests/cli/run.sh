@@ -312,8 +312,8 @@ if [ ! -e "$W/x" ]; then ok; else bad "a rejected input left $W/x"; fi
 awk 'NR == 81 { sub(/1\.0,/, "1.05,") } NR == 83 { sub(/power-cap/, "job") } { print }' \
 	$F/profile.json >"$W/slow2.json"
 t why-derate 0 "" -- plan --cluster $F/cluster.json --profile "$W/slow2.json" --job $F/job-pp2-dp2.json -o "$W/slow2"
-has why-derate-slow "$W/out" "on GPU 2,1, the least headroom (18.4, 21.9 °C), derate 1.050 ± 0.010; predicted"
-has why-derate-fast "$W/out" "on GPU 0,3, the most headroom (26.7, 24.0 °C), derate 1.000 ± 0.010; predicted"
+has why-derate-slow "$W/out" "on h200x4-a GPU 2,1, the least headroom (18.4, 21.9 °C), derate 1.050 ± 0.010; predicted"
+has why-derate-fast "$W/out" "on h200x4-a GPU 0,3, the most headroom (26.7, 24.0 °C), derate 1.000 ± 0.010; predicted"
 # equal speeds: no derate named
 t why-no-derate 0 "" -- plan --cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.json -o "$W/eq"
 if grep -q derate "$W/out"; then bad "why-no-derate: $(cat "$W/out")"; else ok; fi
