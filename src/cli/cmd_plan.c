@@ -89,7 +89,7 @@ static int run(int argc, char **argv)
 		cli_put_lines(stdout, s);
 		cli_say(stdout, "", "wrote %s (plan.json, env/, entry.sh, "
 		        "launch.txt, slurm.hostfile, mpi.rankfile, "
-		        "deepspeed.hostfile)", a.out);
+		        "deepspeed.hostfile, megatron.args)", a.out);
 		if (a.lp)
 			cli_say(stdout, "", "wrote %s (phase 0 integer program, CPLEX "
 			        "LP)", a.lp);

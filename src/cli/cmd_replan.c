@@ -96,7 +96,7 @@ static int run(int argc, char **argv)
 	if (!a.quiet && rc == 0)
 		cli_say(stderr, "", "wrote %s (plan.json, env/, entry.sh, "
 		        "launch.txt, slurm.hostfile, mpi.rankfile, "
-		        "deepspeed.hostfile)", a.out);
+		        "deepspeed.hostfile, megatron.args)", a.out);
 	goto out;
 fail:
 	if (rc == TM_EUSAGE)

@@ -1044,7 +1044,7 @@ static int mark(tm_check_report *R, int step, int rc)
  * written before these files existed has none of them: not applicable. */
 
 static const char *const launchers[] = { "entry.sh", "slurm.hostfile",
-	"mpi.rankfile", "deepspeed.hostfile" };
+	"mpi.rankfile", "deepspeed.hostfile", "megatron.args" };
 
 /* The next line of text (NUL-terminated in place), its number in *no;
  * NULL at the end. */
@@ -1222,22 +1222,60 @@ static int check_ds_include(const chk *K, const char *path, char *text)
 	return 0;
 }
 
+/* megatron.args, one word per line: the job's sizes, the rank order flag
+ * exactly when the plan's order is Megatron's alternative one, and the
+ * layout string of plan.json's layers when a policy changed them (else
+ * the virtual stages, with vpp > 1). */
+static int check_megatron(const chk *K, const char *path, char *text,
+                          const char *layout)
+{
+	const tm_job *j = K->j;
+	char want[1024], *at = text, *l, *w;
+	int no = 0, n;
+	n = snprintf(want, sizeof want, "--tensor-model-parallel-size\n%d\n"
+	             "--pipeline-model-parallel-size\n%d\n"
+	             "--context-parallel-size\n%d\n"
+	             "--expert-model-parallel-size\n%d\n%s", j->size[TM_TP],
+	             j->size[TM_PP], j->size[TM_CP], j->size[TM_EP],
+	             tm_megatron_order(j) == 1 ? "--use-tp-pp-dp-mapping\n" : "");
+	if (layout)
+		snprintf(want + n, sizeof want - (size_t)n,
+		         "--pipeline-model-parallel-layout\n%s\n", layout);
+	else if (j->vpp > 1)
+		snprintf(want + n, sizeof want - (size_t)n,
+		         "--num-virtual-stages-per-pipeline-rank\n%d\n", j->vpp);
+	w = want;
+	while ((l = next_line(&at, &no))) {
+		size_t k = strcspn(w, "\n");
+		if (!*w || strlen(l) != k || strncmp(l, w, k))
+			return tm_fail(K->err, TM_EINPUT, "%s:%d: %s; the plan's "
+			               "Megatron-LM arguments have %.*s there", path, no,
+			               l, (int)k, *w ? w : "nothing");
+		w += k + 1;
+	}
+	if (*w)
+		return tm_fail(K->err, TM_EINPUT, "%s: ends at line %d; the plan's "
+		               "Megatron-LM arguments go on with %.*s", path, no,
+		               (int)strcspn(w, "\n"), w);
+	return 0;
+}
+
 /* 1: none of the launcher files (a plan written before them). */
-static int check_launchers(const chk *K, const char *id)
+static int check_launchers(const chk *K, const char *id, const char *layout)
 {
 	char path[4400], *text = NULL;
 	size_t len;
 	int rc = 0, absent = 0;
 	struct stat st;
 
-	for (int f = 0; f < 4; f++) {
+	for (int f = 0; f < 5; f++) {
 		snprintf(path, sizeof path, "%s/%s", K->dir, launchers[f]);
 		absent += stat(path, &st) != 0 && errno == ENOENT;
 	}
-	if (absent == 4)
+	if (absent == 5)
 		return 1;
-	for (int f = 0; f < 5 && !rc; f++) {
-		snprintf(path, sizeof path, "%s/%s", K->dir, f < 4 ?
+	for (int f = 0; f < 6 && !rc; f++) {
+		snprintf(path, sizeof path, "%s/%s", K->dir, f < 5 ?
 		         launchers[f] : "launch.txt");
 		if ((rc = tm_read_file(path, TM_MAX_INPUT_BYTES, &text, &len,
 		                       K->err)))
@@ -1252,6 +1290,8 @@ static int check_launchers(const chk *K, const char *id)
 			rc = check_rankfile(K, path, text);
 		else if (f == 3)
 			rc = check_ds_hostfile(K, path, text);
+		else if (f == 4)
+			rc = check_megatron(K, path, text, layout);
 		else
 			rc = check_ds_include(K, path, text);
 		free(text);
@@ -1260,9 +1300,10 @@ static int check_launchers(const chk *K, const char *id)
 	return rc;
 }
 
-static int mark_launchers(tm_check_report *R, const chk *K, const char *id)
+static int mark_launchers(tm_check_report *R, const chk *K, const char *id,
+                          const char *layout)
 {
-	int rc = check_launchers(K, id);
+	int rc = check_launchers(K, id, layout);
 	if (rc == 1) {
 		R->result[TM_CK_LAUNCHERS] = TM_CK_NOT_APPLICABLE;
 		return 0;
@@ -1425,7 +1466,7 @@ int tm_plan_check_ex(const tm_cluster *c, const tm_job *j,
 		R->result[TM_CK_MAX_MOVES] = TM_CK_NOT_APPLICABLE;
 	if ((rc = mark(R, TM_CK_ENV_FILES, check_envs(&K, E, ne, id))) ||
 	    (rc = mark(R, TM_CK_RANKS, check_ranks(&K, &P))) ||
-	    (rc = mark_launchers(R, &K, id)) ||
+	    (rc = mark_launchers(R, &K, id, jr ? P.layers.layout : NULL)) ||
 	    (R->result[TM_CK_TP_NVLINK] == TM_CK_NOT_RUN &&
 	     (rc = mark(R, TM_CK_TP_NVLINK, check_tp_nvlink(&K)))) ||
 	    (R->result[TM_CK_PP_NVLINK] == TM_CK_NOT_RUN &&

@@ -4,7 +4,8 @@
  * file, checks the GPUs it names, exports it and, per task, the rank, and
  * runs the command); slurm.hostfile (the host of every rank, in rank
  * order, for srun --distribution=arbitrary); mpi.rankfile (Open MPI);
- * deepspeed.hostfile; and launch.txt, the lines to start each. plan.c
+ * deepspeed.hostfile; megatron.args (Megatron-LM's parallel arguments);
+ * and launch.txt, the lines to start each. plan.c
  * writes them; check.c reads them back with its own code.
  */
 #include <stdlib.h>
@@ -106,6 +107,58 @@ void tm_launch_rankfile(const tm_problem *pb, const int *flat,
 		        pb->c->nodes[pb->gpu_host[flat[r]]].host);
 }
 
+/* Megatron-LM's rank order for the job: 0 its default (tp-cp-ep-dp-pp),
+ * 1 with --use-tp-pp-dp-mapping (tp-pp-dp, without cp and ep), -1 neither.
+ * Orders compare over the dimensions of size > 1 (the others have one
+ * coordinate, wherever they stand). */
+int tm_megatron_order(const tm_job *j)
+{
+	static const int dflt[] = { TM_TP, TM_CP, TM_EP, TM_DP, TM_PP };
+	static const int alt[] = { TM_TP, TM_PP, TM_DP };
+	int mine[TM_NDIM], n = 0;
+	for (int i = 0; i < j->norder; i++)
+		if (j->size[j->order[i]] > 1)
+			mine[n++] = j->order[i];
+	for (int pass = 0; pass < 2; pass++) {
+		const int *o = pass ? alt : dflt;
+		int no = pass ? 3 : 5, k = 0;
+		bool same = true;
+		if (pass && (j->size[TM_CP] > 1 || j->size[TM_EP] > 1))
+			break;
+		for (int i = 0; i < no && same; i++)
+			if (j->size[o[i]] > 1)
+				same = k < n && mine[k++] == o[i];
+		if (same && k == n)
+			return pass;
+	}
+	return -1;
+}
+
+/* Megatron-LM's parallel arguments, one word per line (for $(cat …)
+ * with globbing off: a layout holds * and |): the sizes, the rank order
+ * flag where the plan's order needs it, and the layers per stage when the
+ * policy changed them (else the virtual stages, with vpp > 1). */
+void tm_launch_megatron(const tm_problem *pb, strbuf *b)
+{
+	const tm_job *j = pb->job;
+	sb_addf(b, "--tensor-model-parallel-size\n%d\n"
+	        "--pipeline-model-parallel-size\n%d\n"
+	        "--context-parallel-size\n%d\n"
+	        "--expert-model-parallel-size\n%d\n", j->size[TM_TP],
+	        j->size[TM_PP], j->size[TM_CP], j->size[TM_EP]);
+	if (tm_megatron_order(j) == 1)
+		sb_add(b, "--use-tp-pp-dp-mapping\n");
+	if (j->relayered) {
+		int first, last;
+		char *lay = tm_megatron_layers(j, &first, &last);
+		if (lay)
+			sb_addf(b, "--pipeline-model-parallel-layout\n%s\n", lay);
+		free(lay);
+	} else if (j->vpp > 1) {
+		sb_addf(b, "--num-virtual-stages-per-pipeline-rank\n%d\n", j->vpp);
+	}
+}
+
 /* DeepSpeed's hostfile: the hosts in node-rank order, nproc slots each. */
 void tm_launch_ds_hostfile(const tm_problem *pb, const int *flat,
                            const char *id, strbuf *b)
@@ -204,6 +257,19 @@ void tm_launch_text(const tm_problem *pb, const int *flat, const char *id,
 	sb_addf(b, "mpirun -np %d --rankfile mpi.rankfile --bind-to none "
 	        "sh entry.sh --per-task python TRAINING_SCRIPT.py "
 	        "[ARGS...]\n", W);
+
+	sb_add(b, "\n## Megatron-LM: its parallel arguments for this plan "
+	       "(set -f: a layout holds * and |)\n");
+	if (tm_megatron_order(j) < 0) {
+		sb_add(b, "# Megatron-LM cannot start ranks in this plan's order (");
+		for (int i = 0; i < j->norder; i++)
+			sb_addf(b, "%s%s", i ? "-" : "", tm_dim_names[j->order[i]]);
+		sb_add(b, "): its default is tp-cp-ep-dp-pp, and "
+		       "--use-tp-pp-dp-mapping gives tp-pp-dp\n");
+	}
+	sb_add(b, "set -f; sh entry.sh torchrun pretrain_gpt.py "
+	       "$(cat megatron.args) [ARGS...]\n# (or per task under srun or "
+	       "mpirun, as above, with the same arguments)\n");
 
 	sb_add(b, "\n## DeepSpeed, hosts and GPUs in the plan's order\n");
 	sb_add(b, "deepspeed --hostfile deepspeed.hostfile --include ");

@@ -26,7 +26,7 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
                      char id[17], tm_error *err);
 /* launch.c: the launcher files of a plan directory (docs/launching.md):
  * entry.sh (its only variable part is the plan id), slurm.hostfile,
- * mpi.rankfile, deepspeed.hostfile and launch.txt. */
+ * mpi.rankfile, deepspeed.hostfile, megatron.args and launch.txt. */
 void tm_launch_entry(const char *id, strbuf *b);
 void tm_launch_slurm_hostfile(const tm_problem *pb, const int *flat,
                               strbuf *b);
@@ -36,6 +36,10 @@ void tm_launch_ds_hostfile(const tm_problem *pb, const int *flat,
                            const char *id, strbuf *b);
 void tm_launch_text(const tm_problem *pb, const int *flat, const char *id,
                     strbuf *b);
+/* Megatron-LM's rank order for the job: 0 its default, 1 with
+ * --use-tp-pp-dp-mapping, -1 neither; and its arguments file. */
+int tm_megatron_order(const tm_job *j);
+void tm_launch_megatron(const tm_problem *pb, strbuf *b);
 /* The plan id of a placement (16 hex digits). */
 void tm_plan_id(const tm_problem *pb, const int *flat, char id[17]);
 /* The Megatron-Core arguments for the layers per chunk of a relayered

@@ -2,7 +2,8 @@
  * plan.c — turns a solution into the plan directory of the contract:
  * plan.json (placement, predictions, the solver's status and a "why" per
  * stage), env/<host>.env for torchrun, and the launcher files of launch.c
- * (entry.sh, slurm.hostfile, mpi.rankfile, deepspeed.hostfile, launch.txt).
+ * (entry.sh, slurm.hostfile, mpi.rankfile, deepspeed.hostfile,
+ * megatron.args, launch.txt).
  * The directory is
  * built under a temporary name beside the target and renamed into place,
  * so a launcher never sees half a plan. Identical inputs give identical
@@ -413,8 +414,8 @@ static void write_env(const tm_problem *pb, const int *flat, int n,
 /* The files beside plan.json and env/, in the order they are written
  * (entry.sh first: the one executable). */
 static const char *const launch_files[] = { "entry.sh", "slurm.hostfile",
-	"mpi.rankfile", "deepspeed.hostfile", "launch.txt" };
-#define NLAUNCH 5
+	"mpi.rankfile", "deepspeed.hostfile", "megatron.args", "launch.txt" };
+#define NLAUNCH 6
 
 static void launch_file(const tm_problem *pb, const int *flat,
                         const char *id, int f, strbuf *b)
@@ -424,6 +425,7 @@ static void launch_file(const tm_problem *pb, const int *flat,
 	case 1: tm_launch_slurm_hostfile(pb, flat, b); break;
 	case 2: tm_launch_rankfile(pb, flat, id, b); break;
 	case 3: tm_launch_ds_hostfile(pb, flat, id, b); break;
+	case 4: tm_launch_megatron(pb, b); break;
 	default: tm_launch_text(pb, flat, id, b); break;
 	}
 }

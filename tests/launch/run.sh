@@ -148,6 +148,32 @@ chk deepspeed "$W/t/deepspeed.hostfile:2: b1 slots=2; node rank 0 is b0 slots=2"
 chk include "$W/t/launch.txt:" launch.txt 's/--include b0:\([0-9]\),\([0-9]\)/--include b0:\2,\1/'
 chk entry "$W/t/entry.sh:" entry.sh 's/exit 78/exit 0/'
 chk pet "$W/t/env/b1.env: PET_NODE_RANK=0; NODE_RANK is 1" env/b1.env 's/^PET_NODE_RANK=.*/PET_NODE_RANK=0/'
+chk megatron "$W/t/megatron.args:4: 1; the plan's Megatron-LM arguments have 2 there" megatron.args '4s/2/1/'
+# the ep job's order (tp-cp-pp-ep-dp) is neither of Megatron-LM's: said
+if grep -qF "# Megatron-LM cannot start ranks in this plan's order (tp-cp-pp-ep-dp)" "$P/launch.txt"
+then ok; else bad "launch.txt does not say Megatron-LM cannot take the order"; fi
+# Megatron-LM's alternative order (tp-pp-dp) takes its flag; a policy's
+# layers take the layout, which check compares with plan.json's
+F=fixtures/h200x4-a
+sed 's/"order": "tp-cp-ep-dp-pp"/"order": "tp-pp-dp"/' $F/job-pp2-dp2.json >"$W/job-tpd.json"
+"$T" plan --cluster $F/cluster.json --profile $F/profile.json --job "$W/job-tpd.json" \
+	-o "$W/tpd" --quiet
+if grep -qx -- "--use-tp-pp-dp-mapping" "$W/tpd/megatron.args" &&
+   ! grep -q "cannot start ranks" "$W/tpd/launch.txt"; then ok
+else bad "tp-pp-dp: $(tr '\n' ' ' <"$W/tpd/megatron.args")"; fi
+if grep -q -- "--use-tp-pp-dp-mapping" "$P/megatron.args"; then
+	bad "the mapping flag for another order"; else ok; fi
+"$T" plan --cluster $F/cluster.json --profile $F/profile.json --job $F/job-pp2-dp2.json \
+	--policy policies/rebalance.json -o "$W/rl" --quiet
+lay=$(jq -r '.layers.pipeline_model_parallel_layout' "$W/rl/plan.json")
+if [ "$(sed -n '/^--pipeline-model-parallel-layout$/{n;p;}' "$W/rl/megatron.args")" = "$lay" ] &&
+   [ -n "$lay" ]; then ok; else bad "megatron.args: no layout $lay"; fi
+if "$T" check --cluster $F/cluster.json --job $F/job-pp2-dp2.json --plan "$W/rl" >/dev/null; then ok
+else bad "check of the relayered plan's megatron.args"; fi
+sed -i '$d' "$W/rl/megatron.args"
+if "$T" check --cluster $F/cluster.json --job $F/job-pp2-dp2.json --plan "$W/rl" 2>&1 |
+   grep -qF "$W/rl/megatron.args: ends at line 9; the plan's Megatron-LM arguments go on with $lay"
+then ok; else bad "check: a megatron.args without its layout passes"; fi
 rm -rf "$W/t"
 cp -r "$P" "$W/t"
 chmod -x "$W/t/entry.sh"
@@ -155,7 +181,8 @@ chmod -x "$W/t/entry.sh"
 if "$T" check $GC $GJ --plan "$W/t" 2>&1 | grep -qF "$W/t/entry.sh: is not executable"; then ok
 else bad "check: an entry.sh that cannot run passes"; fi
 # a plan from before the launcher files: not applicable
-rm -f "$W/t/entry.sh" "$W/t/slurm.hostfile" "$W/t/mpi.rankfile" "$W/t/deepspeed.hostfile"
+rm -f "$W/t/entry.sh" "$W/t/slurm.hostfile" "$W/t/mpi.rankfile" \
+	"$W/t/deepspeed.hostfile" "$W/t/megatron.args"
 # shellcheck disable=SC2086
 "$T" check $GC $GJ --plan "$W/t" --format json >"$W/out" 2>/dev/null
 if grep -qF '{"name": "launchers", "result": "not_applicable"}' "$W/out"; then ok
