@@ -44,9 +44,10 @@ DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
 # re-solve the --write-lp files (tests/lp/run.sh), jq and xmllint,
 # outside readers of check's JSON and compare's SVG, and the launchers the
 # plan's launcher files are tested with (tests/launch/run.sh): Open MPI,
-# and Slurm with munge, which the test starts on this host by itself
+# and Slurm with munge, which the test starts on this host by itself, and
+# numactl, with which the entry point binds ranks
 TEST_DEB = coinor-cbc glpk-utils jq libxml2-utils openmpi-bin \
-           slurmctld slurmd slurm-client munge
+           slurmctld slurmd slurm-client munge numactl
 
 all: $(B)/thermap
 

@@ -75,6 +75,8 @@ typedef struct tm_gpu {
 	char *pci_bus_id;   /* normalised "0000:00:06.0", or NULL */
 	char *model;        /* marketing name, or NULL */
 	double memory_gib;  /* GiB of device memory; NAN when unknown */
+	bool has_numa;      /* numa_node is known */
+	int numa_node;      /* the NUMA node of the CPUs nearest the GPU */
 } tm_gpu;
 
 typedef struct tm_node {

@@ -121,11 +121,12 @@ void tm_cluster_free(tm_cluster *c)
 static int load_gpu(const jin *J, json_t *o, const char *path, tm_gpu *g)
 {
 	static const char *const known[] = { "index", "uuid", "pci_bus_id",
-		"model", "memory_gib", NULL };
+		"model", "memory_gib", "numa_node", NULL };
 	char *pci = NULL;
 	int rc;
 
 	g->memory_gib = NAN;
+	g->numa_node = -1;
 	if (!json_is_object(o))
 		return jin_fail(J, path, NULL, "expected a GPU object");
 	jin_unknown(J, o, path, known);
@@ -134,8 +135,11 @@ static int load_gpu(const jin *J, json_t *o, const char *path, tm_gpu *g)
 	    (rc = jin_str(J, o, path, "pci_bus_id", JF_NULL, &pci)) ||
 	    (rc = jin_str(J, o, path, "model", JF_NULL, &g->model)) ||
 	    (rc = jin_num(J, o, path, "memory_gib", JF_NULL, 0, 1e6,
-	                  &g->memory_gib)))
+	                  &g->memory_gib)) ||
+	    (rc = jin_int(J, o, path, "numa_node", JF_NULL, 0, 65535,
+	                  &g->numa_node)))
 		goto fail;
+	g->has_numa = g->numa_node >= 0;
 	if (g->uuid && !tm_valid_uuid(g->uuid)) {
 		rc = jin_fail(J, path, "uuid", "\"%.100s\" is not a GPU UUID; "
 		              "expected \"GPU-\" or \"MIG-\" and hex digits",

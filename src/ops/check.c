@@ -28,6 +28,7 @@ typedef struct envf {
 	 * PET_NPROC_PER_NODE, PET_MASTER_ADDR (pet_seen: bit per key) */
 	int pet[3], pet_seen;
 	char *pet_master;
+	char *numa;        /* THERMAP_NUMA, or NULL */
 } envf;
 
 /* For tm_sort, a merge sort: n log n whatever the names. */
@@ -54,7 +55,7 @@ static int read_env(const char *dir, const char *name, envf *e,
 		"NODE_RANK", "NNODES", "NPROC_PER_NODE", "MASTER_ADDR",
 		"THERMAP_PLAN" };
 	static const char *const pets[] = { "PET_NODE_RANK", "PET_NNODES",
-		"PET_NPROC_PER_NODE", "PET_MASTER_ADDR" };
+		"PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "THERMAP_NUMA" };
 	char *text, *line, *save = NULL;
 	size_t len;
 	int lineno = 0, rc;
@@ -82,10 +83,15 @@ static int read_env(const char *dir, const char *name, envf *e,
 			;
 		if (k == 6) {
 			int q;
-			for (q = 0; q < 4 && strcmp(line, pets[q]); q++)
+			for (q = 0; q < 5 && strcmp(line, pets[q]); q++)
 				;
-			if (q == 4)
+			if (q == 5)
 				continue;  /* CUDA_DEVICE_ORDER, MASTER_PORT, … */
+			if (q == 4) {
+				free(e->numa);
+				e->numa = xstrdup(eq + 1);
+				continue;
+			}
 			e->pet_seen |= 1 << q;
 			if (q < 3 && parse_int(eq + 1, &e->pet[q])) {
 				free(text);
@@ -859,6 +865,31 @@ static int check_pet(const chk *K, const envf *e)
 	return 0;
 }
 
+/* THERMAP_NUMA: the NUMA node of each local rank's GPU in the cluster,
+ * in local-rank order, exactly when the cluster knows every one. */
+static int check_numa(const chk *K, const envf *e, const tm_node *n)
+{
+	strbuf b;
+	int P = K->j->nproc_per_node, rc = 0;
+	bool all = true;
+	sb_init(&b);
+	for (int i = 0; i < P; i++) {
+		const tm_gpu *g = &n->gpus[K->gpu[e->node_rank * P + i]];
+		all = all && g->has_numa;
+		if (all)
+			sb_addf(&b, "%s%d", i ? "," : "", g->numa_node);
+	}
+	if (all && (!e->numa || strcmp(e->numa, b.s)))
+		rc = tm_fail(K->err, TM_EINPUT, "%s: THERMAP_NUMA=%s; the cluster "
+		             "puts the GPUs on NUMA nodes %s", e->path,
+		             e->numa ? e->numa : "(not set)", b.s);
+	else if (!all && e->numa)
+		rc = tm_fail(K->err, TM_EINPUT, "%s: THERMAP_NUMA=%s; the cluster "
+		             "does not give every GPU's NUMA node", e->path, e->numa);
+	sb_free(&b);
+	return rc;
+}
+
 static int check_envs(chk *K, envf *E, int ne, const char *id)
 {
 	const tm_job *j = K->j;
@@ -927,6 +958,8 @@ static int check_envs(chk *K, envf *E, int ne, const char *id)
 				rc = tm_fail(K->err, TM_EINPUT, "%s: CUDA_VISIBLE_DEVICES "
 				             "lists %d GPUs; NPROC_PER_NODE is %d", e->path,
 				             local, j->nproc_per_node);
+			if (!rc)
+				rc = check_numa(K, e, n);
 			free(dev);
 			free(taken);
 			hostgpus_free(&H);
@@ -1563,6 +1596,7 @@ out:
 		free(E[i].master);
 		free(E[i].plan);
 		free(E[i].pet_master);
+		free(E[i].numa);
 	}
 	free(names);
 	free(E);

@@ -409,6 +409,16 @@ static void write_env(const tm_problem *pb, const int *flat, int n,
 	        "PET_MASTER_ADDR=%s\nPET_MASTER_PORT=%d\n"
 	        "PET_RDZV_BACKEND=static\n", pb->nnodes, pb->nproc, n,
 	        pb->c->nodes[h0].host, MASTER_PORT);
+	/* the NUMA node of each local rank's GPU, where the cluster knows
+	 * them all: entry.sh binds each task there (docs/launching.md) */
+	for (int i = 0; i < pb->nproc; i++)
+		if (!gpu_of(pb, flat[n * pb->nproc + i])->has_numa)
+			return;
+	sb_add(b, "THERMAP_NUMA=");
+	for (int i = 0; i < pb->nproc; i++)
+		sb_addf(b, "%s%d", i ? "," : "",
+		        gpu_of(pb, flat[n * pb->nproc + i])->numa_node);
+	sb_add(b, "\n");
 }
 
 /* The files beside plan.json and env/, in the order they are written

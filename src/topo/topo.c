@@ -314,6 +314,10 @@ static void write_node(const join *J, jw *w)
 		else
 			jw_null(w, "model");
 		jw_num(w, "memory_gib", x->memory_gib, 0);
+		if (x->numa >= 0)
+			jw_int(w, "numa_node", x->numa);
+		else
+			jw_null(w, "numa_node");
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);

@@ -188,10 +188,38 @@ rm -f "$W/t/entry.sh" "$W/t/slurm.hostfile" "$W/t/mpi.rankfile" \
 if grep -qF '{"name": "launchers", "result": "not_applicable"}' "$W/out"; then ok
 else bad "check: a plan without launcher files: $(grep launchers "$W/out")"; fi
 
+# ---- NUMA: each task on the NUMA node of its GPU ---------------------------------
+# GPU i of every host on NUMA node i mod 2: THERMAP_NUMA lists the nodes of
+# each host's GPUs in local-rank order, as plan.json puts the ranks
+jq '.nodes[].gpus[] |= . + {"numa_node": (.index % 2)}' $D/groups-cluster.json \
+	>"$W/numa-cluster.json"
+# shellcheck disable=SC2086
+"$T" plan --cluster "$W/numa-cluster.json" --profile $D/groups-profile.json $GJ \
+	-o "$W/pn" --quiet
+for h in b0 b1; do
+	want=$(jq -r "[.ranks[] | select(.host == \"$h\") | .gpu_index % 2 | tostring] | join(\",\")" \
+		"$W/pn/plan.json")
+	if grep -qx "THERMAP_NUMA=$want" "$W/pn/env/$h.env"; then ok
+	else bad "numa $h: $(grep THERMAP_NUMA "$W/pn/env/$h.env"), want $want"; fi
+done
+if "$T" check --cluster "$W/numa-cluster.json" $GJ --plan "$W/pn" >/dev/null; then ok
+else bad "check of a plan with THERMAP_NUMA"; fi
+rm -rf "$W/t"
+cp -r "$W/pn" "$W/t"
+sed -i 's/^THERMAP_NUMA=\([01]\),\([01]\)/THERMAP_NUMA=\2,\1/' "$W/t/env/b0.env"
+# shellcheck disable=SC2086
+if "$T" check --cluster "$W/numa-cluster.json" $GJ --plan "$W/t" 2>&1 |
+   grep -qF "$W/t/env/b0.env: THERMAP_NUMA="; then ok
+else bad "check: THERMAP_NUMA swapped passes"; fi
+# a plan whose cluster gives no NUMA nodes has none
+if grep -q THERMAP_NUMA "$P/env/b0.env"; then bad "THERMAP_NUMA without NUMA facts"; else ok; fi
+
 # ---- the real launchers, on a plan for this host ---------------------------------
 H=$(hostname -s)
 F=fixtures/h200x4-a
-sed "s/\"h200x4-a\"/\"$H\"/g" $F/cluster.json >"$W/cluster.json"
+# every GPU on NUMA node 0, the one node of a test machine
+sed "s/\"h200x4-a\"/\"$H\"/g" $F/cluster.json |
+	jq '.nodes[].gpus[] |= . + {"numa_node": 0}' >"$W/cluster.json"
 sed "s/\"h200x4-a\"/\"$H\"/g" $F/profile.json >"$W/profile.json"
 "$T" plan --cluster "$W/cluster.json" --profile "$W/profile.json" \
 	--job $F/job-pp2-dp2.json -o "$W/pl" --quiet ||
@@ -209,6 +237,14 @@ if command -v mpirun >/dev/null 2>&1; then
 	rc=$?
 	if [ $rc = 0 ]; then ok; else bad "mpirun: exit $rc: $(head -3 "$W/mpi.err")"; fi
 	same mpirun "$W/mpi" "$L"
+	# each rank ran under numactl on its GPU's node (real numactl)
+	(cd "$L" && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	 THERMAP_SKIP_GPU_CHECK=1 timeout 120 mpirun -np 4 --rankfile mpi.rankfile \
+	 --bind-to none -x THERMAP_SKIP_GPU_CHECK sh entry.sh --per-task \
+	 numactl --show) >"$W/numa" 2>"$W/numa.err"
+	if [ "$(grep -c '^preferred node: 0$' "$W/numa")" = 4 ] &&
+	   [ "$(grep -c '^cpubind: 0 *$' "$W/numa")" = 4 ]; then ok
+	else bad "mpirun: ranks not bound to NUMA node 0: $(head -3 "$W/numa") $(head -2 "$W/numa.err")"; fi
 	if awk '$1 != $2 { bad = 1 } END { exit bad || NR != 4 }' "$L/ompi-ranks"
 	then ok; else bad "mpirun: Open MPI's ranks are not the plan's: $(cat "$L/ompi-ranks")"; fi
 else

@@ -55,12 +55,16 @@ check h200x4-a-L --host h200x4-a --smi-topo $H/topo-m.txt --gpus $H/nvlink.txt
 check h200x4-a-hwloc-only --host h200x4-a --hwloc $H/hwloc.xml
 
 # The real 2xH200 host: what `thermap topo --local` wrote there must be what
-# its own `nvidia-smi topo -m` and GPU list give here, byte for byte.
+# its own `nvidia-smi topo -m` and GPU list give here, byte for byte, but
+# for the GPUs' numa_node, which the recording predates (its topo -m has
+# the NUMA Affinity column; the field came later)
 R=fixtures/topo/real-h200x2
 for list in gpus.csv; do
 	"$T" topo --host vm --smi-topo $R/topo-m.txt --gpus $R/$list \
-	    >"$W/r.json" 2>"$W/err"
-	if [ $? -eq 0 ] && cmp -s "$W/r.json" $R/local.json; then
+	    >"$W/r0.json" 2>"$W/err"
+	rc=$?
+	sed 's/, "numa_node": [0-9]*}/}/' "$W/r0.json" >"$W/r.json"
+	if [ $rc -eq 0 ] && cmp -s "$W/r.json" $R/local.json; then
 		ok
 	elif [ "$update" != --update ]; then
 		bad "real-h200x2 with $list: differs from topo --local"
