@@ -15,8 +15,9 @@
 #  - Open MPI's mpirun (Debian's openmpi-bin) with the plan's rankfile,
 #    and Slurm (Debian's slurmctld, slurmd and munge, started privately
 #    by tests/launch/slurm-up.sh) with srun per node and per task, on a
-#    plan for this host: every line the tasks print is compared with
-#    plan.json. Where the sandbox refuses a daemon the check fails with
+#    plan for this host, and on a plan of two hosts with one slurmd per
+#    host on this machine (slurmd -N): every line the tasks print is
+#    compared with plan.json. Where the sandbox refuses a daemon the check fails with
 #    what was refused, unless THERMAP_SKIP names it (slurm, mpirun).
 # THERMAP names the binary (build/thermap by default).
 . tests/lib.sh
@@ -32,7 +33,7 @@ for x in $(echo "$CUDA_VISIBLE_DEVICES" | tr , ' '); do
 	[ "$i" = "$LOCAL_RANK" ] && g=$x
 	i=$((i + 1))
 done
-echo "$RANK ${THERMAP_HOST:-$(hostname)} $LOCAL_RANK $g $WORLD_SIZE"
+echo "$RANK ${SLURMD_NODENAME:-${THERMAP_HOST:-$(hostname)}} $LOCAL_RANK $g $WORLD_SIZE"
 EOF
 # what plan.json gives every rank: "rank host local_rank gpu world"
 want() {
@@ -297,6 +298,41 @@ if [ -f tests/launch/slurm-up.sh ]; then
 		if [ ! -s "$W/srun2" ] && grep -qF "the launcher started 2 tasks; the plan has 4 ranks" "$W/srun2.err"
 		then ok; else bad "srun with 2 tasks: '$(cat "$W/srun2")' $(head -3 "$W/srun2.err")"; fi
 		sh tests/launch/slurm-up.sh stop "$S" >/dev/null 2>&1
+		# a plan of two hosts under the real Slurm: one slurmd per host of
+		# the cluster on this machine (slurmd -N), named as the plan's
+		sed 's/"a0"/"n0"/; s/"b0"/"n1"/; s/"a1"/"n2"/; s/"b1"/"n3"/' \
+			$D/groups-cluster.json >"$W/n-cluster.json"
+		sed 's/"a0"/"n0"/g; s/"b0"/"n1"/g; s/"a1"/"n2"/g; s/"b1"/"n3"/g' \
+			$D/groups-profile.json >"$W/n-profile.json"
+		# shellcheck disable=SC2086
+		"$T" plan --cluster "$W/n-cluster.json" --profile "$W/n-profile.json" \
+			$GJ -o "$W/pm" --quiet
+		M=$W/pm
+		cp "$W/train.sh" "$M/train.sh"
+		S2=$W/slurm2
+		mkdir -p "$S2"
+		if out=$(SLURM_UP_NODES="n0 n1 n2 n3" sh tests/launch/slurm-up.sh start "$S2" 2>"$W/slurm2.err"); then
+			eval "$out"
+			ok
+			# per task, the hostfile's order: every task as plan.json says
+			(cd "$M" && THERMAP_SKIP_GPU_CHECK=1 SLURM_HOSTFILE=slurm.hostfile \
+			 timeout 120 srun --ntasks=4 --distribution=arbitrary sh entry.sh \
+			 --per-task sh train.sh) >"$W/m4" 2>"$W/m4.err"
+			same srun-two-hosts-per-task "$W/m4" "$M"
+			# per node, the nodelist of launch.txt: each host's env file
+			nl=$(sed -n 's/^srun --nodes=2 --ntasks-per-node=1 --nodelist=\([^ ]*\) .*/\1/p' "$M/launch.txt")
+			(cd "$M" && THERMAP_SKIP_GPU_CHECK=1 timeout 120 srun --nodes=2 \
+			 --ntasks-per-node=1 --nodelist="$nl" sh entry.sh sh -c \
+			 'echo $SLURMD_NODENAME $NODE_RANK $PET_NODE_RANK') 2>"$W/m2.err" |
+				sort >"$W/m2"
+			jq -r '.nodes[] | "\(.host) \(.node_rank) \(.node_rank)"' "$M/plan.json" |
+				sort >"$W/m2.want"
+			if [ -n "$nl" ] && cmp -s "$W/m2" "$W/m2.want"; then ok
+			else bad "srun two hosts per node ($nl): $(cat "$W/m2") $(head -2 "$W/m2.err")"; fi
+			sh tests/launch/slurm-up.sh stop "$S2" >/dev/null 2>&1
+		else
+			bad "slurm, four nodes: could not start: $(head -3 "$W/slurm2.err")"
+		fi
 	elif [ $rc = 77 ]; then
 		skipped slurm slurm "$(head -1 "$W/slurm.err")"
 	else

@@ -1,5 +1,5 @@
 #!/bin/sh
-# slurm-up.sh - start or stop a private one-node Slurm cluster for tests.
+# slurm-up.sh - start or stop a private Slurm cluster on this host for tests.
 #
 #   sh tests/launch/slurm-up.sh start DIR   # prints "export ..." lines for eval
 #   sh tests/launch/slurm-up.sh stop DIR
@@ -7,8 +7,11 @@
 # "start" writes everything into DIR (an empty directory the caller owns):
 # a fresh munge key and its own munged (socket DIR/munge.socket), slurm.conf
 # and gres.conf, then starts munged, slurmctld and slurmd and waits (at most
-# 30 s) for the node to be idle. The node is this host (hostname -s) with
-# 4 GPUs backed by placeholders DIR/dev/nvidia0..3, in one partition "debug".
+# 30 s) for the nodes to be idle. The nodes are this host (hostname -s), or
+# the names in SLURM_UP_NODES, each a slurmd of its own on this host
+# (slurmd -N), so that a plan of several hosts can be launched here; each
+# has 4 GPUs backed by placeholders DIR/dev/nvidia0..3, in one partition
+# "debug".
 # The placeholders are links to /dev/null: slurmd drops a GPU whose file is
 # not a character device, and srun then sets no CUDA_VISIBLE_DEVICES.
 # Callers must export what it prints (SLURM_CONF; munge's socket is named in
@@ -16,8 +19,9 @@
 # Call it with sh; do not source it (it exits).
 #
 # Needs: munged, mungekey (or dd), slurmctld, slurmd, sinfo, run as root
-# (SlurmUser=root). Optional environment: SLURM_UP_PORT (slurmctld port; the
-# slurmd uses the next one; default: a free pair from 20000-39999) and
+# (SlurmUser=root). Optional environment: SLURM_UP_NODES (node names,
+# default this host's), SLURM_UP_PORT (slurmctld port; the slurmds use the
+# next ones; default: free ones from 20000-39999) and
 # SLURM_UP_CPUS (CPUs of the node; default: nproc, but at least 4 so that
 # one task per GPU fits; slurmd is told to believe the configured value).
 #
@@ -35,12 +39,12 @@ D=$(cd "$D" && pwd) || exit 2
 
 stop() {
     ps=
-    for n in slurmd slurmctld munged; do
+    for f in "$D"/slurmd-*.pid "$D/slurmctld.pid" "$D/munged.pid"; do
         # Only a process whose command line names DIR.
-        p=$(cat "$D/$n.pid" 2>/dev/null) && [ -n "$p" ] &&
+        p=$(cat "$f" 2>/dev/null) && [ -n "$p" ] &&
             { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null | grep -qF "$D/" &&
             kill "$p" 2>/dev/null && ps="$ps $p"
-        rm -f "$D/$n.pid"
+        rm -f "$f"
     done
     # They exit within about 2 s; after 10 s, use force.
     i=0
@@ -83,14 +87,16 @@ done
 [ "$(id -u)" -eq 0 ] || die 77 "must run as root (SlurmUser=root)"
 
 H=$(hostname -s)
+NODES=${SLURM_UP_NODES:-$H}
+N=$(echo "$NODES" | wc -w)
 CPUS=${SLURM_UP_CPUS:-$(nproc)}
 [ "$CPUS" -ge 4 ] || CPUS=4
 if [ -n "${SLURM_UP_PORT:-}" ]; then
     P=$SLURM_UP_PORT
 else
-    P=$((20000 + $$ % 10000 * 2))
-    while busy $P || busy $((P + 1)); do
-        P=$((P + 2)); [ $P -lt 40000 ] || P=20000
+    P=$((20000 + $$ % 1000 * 16))
+    while busy $P || busy $((P + 1)) || busy $((P + N)); do
+        P=$((P + 16)); [ $P -lt 40000 ] || P=20000
     done
 fi
 
@@ -124,11 +130,11 @@ CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$D/state
-SlurmdSpoolDir=$D/spool
+SlurmdSpoolDir=$D/spool/%n
 SlurmctldPidFile=$D/slurmctld.pid
-SlurmdPidFile=$D/slurmd.pid
+SlurmdPidFile=$D/slurmd-%n.pid
 SlurmctldLogFile=$D/slurmctld.log
-SlurmdLogFile=$D/slurmd.log
+SlurmdLogFile=$D/slurmd-%n.log
 PlugStackConfig=$D/plugstack.conf
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -140,9 +146,14 @@ MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
 GresTypes=gpu
-NodeName=$H NodeAddr=127.0.0.1 CPUs=$CPUS RealMemory=1000 Gres=gpu:4 State=UNKNOWN
-PartitionName=debug Nodes=$H Default=YES MaxTime=INFINITE State=UP
 CONF
+i=0
+for n in $NODES; do
+    i=$((i + 1))
+    echo "NodeName=$n NodeHostname=$H NodeAddr=127.0.0.1 Port=$((P + i)) CPUs=$CPUS RealMemory=1000 Gres=gpu:4 State=UNKNOWN" >> "$D/slurm.conf"
+    mkdir -p "$D/spool/$n"
+done
+echo "PartitionName=debug Nodes=$(echo "$NODES" | tr ' ' ,) Default=YES MaxTime=INFINITE State=UP" >> "$D/slurm.conf"
 cat > "$D/gres.conf" <<CONF
 AutoDetect=off
 Name=gpu File=$D/dev/nvidia[0-3]
@@ -153,21 +164,23 @@ SLURM_CONF=$D/slurm.conf
 export SLURM_CONF
 slurmctld -f "$SLURM_CONF" </dev/null >/dev/null 2>>"$D/slurmctld.log" ||
     refused slurmctld
-slurmd -f "$SLURM_CONF" </dev/null >/dev/null 2>>"$D/slurmd.log" ||
-    refused slurmd
+for n in $NODES; do
+    slurmd -N "$n" -f "$SLURM_CONF" </dev/null >/dev/null \
+        2>>"$D/slurmd-$n.log" || refused "slurmd-$n"
+done
 
 # Wait for the node to be idle; give up after 30 s, or 2 s after a
 # daemon has died.
 t0=$(date +%s)
-until sinfo -h -N -n "$H" -o %T 2>/dev/null | grep -qx idle; do
+until [ "$(sinfo -h -N -o %T 2>/dev/null | grep -cx idle)" = "$N" ]; do
     t=$(($(date +%s) - t0))
-    for n in slurmctld slurmd; do
+    for n in slurmctld $(for m in $NODES; do echo "slurmd-$m"; done); do
         p=$(cat "$D/$n.pid" 2>/dev/null)
-        [ -n "$p" ] && kill -0 "$p" 2>/dev/null || [ $t -lt 2 ] || refused $n
+        [ -n "$p" ] && kill -0 "$p" 2>/dev/null || [ $t -lt 2 ] || refused "$n"
     done
     if [ $t -ge 30 ]; then
         s=$(sinfo -h -N -o '%T %E' 2>&1 | head -n 1)
-        stop; die 1 "node $H not idle after 30 s: $s"
+        stop; die 1 "nodes $NODES not idle after 30 s: $s"
     fi
     sleep 0.2
 done
