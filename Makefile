@@ -73,6 +73,11 @@ $(B)/gen_telemetry: tests/gen_telemetry.c | $(B)
 $(B)/gen_cluster: tests/gen_cluster.c | $(B)
 	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -o $@ $< -lm
 
+# a stand-in NVML for profile --live's tests (tests/profile/live.sh)
+$(B)/fakenvml/libnvidia-ml.so.1: tests/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -shared -O1 -o $@ $<
+
 $(B)/runstat: tests/runstat.c | $(B)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
 
@@ -129,12 +134,12 @@ HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
             tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
             tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
             tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh \
-            tests/launch/run.sh
+            tests/launch/run.sh tests/profile/live.sh
 
 # $(call harnesses,BIN): every harness against BIN, stopping at the first
 # that fails; a check skipped by THERMAP_SKIP is logged for check's count
 harnesses = @set -e; for h in $(HARNESSES); do \
-	THERMAP=$(1) GEN=$(B)/gen_cluster \
+	THERMAP=$(1) GEN=$(B)/gen_cluster FAKENVML=$(CURDIR)/build/fakenvml \
 	THERMAP_SKIPLOG=$(CURDIR)/$(B)/skipped.log sh $$h; done
 
 # every test: the layer rule of src/, the unit tests, the harnesses; then
@@ -142,7 +147,7 @@ harnesses = @set -e; for h in $(HARNESSES); do \
 # runs: missing packages are installed (as root) or named, and a check
 # that cannot run fails unless THERMAP_SKIP names it; the last line
 # counts what was skipped that way
-check: check-deps all $(TEST_BIN) $(B)/gen_cluster
+check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1
 	@: >$(B)/skipped.log
 	@sh tests/layers.sh
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
@@ -155,7 +160,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster
 check-deps:
 	@sh scripts/ensure-deps.sh $(DEPS_DEB) $(TEST_DEB)
 
-check-san: $(B)/gen_cluster
+check-san: $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1
 	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
 	        LDEXTRA="$(SAN)" build-san/thermap \
 	        $(TESTS:%=build-san/%)

@@ -238,6 +238,12 @@ typedef struct tm_tele_opts {
 int tm_profile_from_telemetry(const tm_tele_input *in, int n,
                               const tm_tele_opts *o, char **profile,
                               char **summary, tm_error *err);
+/* Samples every GPU through NVML (libnvidia-ml.so.1, loaded at run time)
+ * every interval_ms for seconds, and writes them to path (atomically) as
+ * nvidia-smi --query-gpu CSV; with progress, a line on stderr every 10 s.
+ * TM_EINPUT when NVML cannot be loaded or started, or finds no GPU. */
+int tm_nvml_record(const char *path, double seconds, int interval_ms,
+                   bool progress, tm_error *err);
 
 /* ---- job: thermap.job/1 -------------------------------------------------- */
 

@@ -4,14 +4,16 @@
  * the library (tm_profile_from_telemetry, tm_profile_fill), which reads
  * the logs and fits the profile.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
 typedef struct profile_args {
-	const char *out, *from, *to, *baseline;
+	const char *out, *from, *to, *baseline, *live, *interval, *samples;
 	bool summary, quiet;
 	cli_tele tele;  /* the files, each with its --host and --fields */
 } profile_args;
@@ -19,8 +21,8 @@ typedef struct profile_args {
 #define AT(field) offsetof(profile_args, field)
 
 static const cli_opt rows[] = {
-	{ NULL, NULL, "FILE...", CLI_REQUIRED, 0,
-	  "telemetry files; '-' reads stdin", "at least one telemetry FILE" },
+	{ NULL, NULL, "FILE...", 0, 0,
+	  "telemetry files; '-' reads stdin", NULL },
 	{ "--host", NULL, "NAME", CLI_EACH, 0,
 	  "host of the GPUs in the files that follow (else the\n"
 	  "Hostname label, else the file name: HOST.csv)", NULL },
@@ -40,6 +42,17 @@ static const cli_opt rows[] = {
 	  "a GPU never at full load in the window its load\n"
 	  "level, headroom, clocks, derate and fit; listed per\n"
 	  "GPU in \"from_baseline\" (docs/profile.md)", NULL },
+	{ "--live", NULL, "SECONDS", 0, AT(live),
+	  "sample this machine's GPUs through NVML for SECONDS\n"
+	  "(1 to 86400) instead of reading files; the samples\n"
+	  "are kept as nvidia-smi CSV (--samples)", NULL },
+	{ "--interval", NULL, "MS", 0, AT(interval),
+	  "--live: milliseconds between samples (10 to 60000;\n"
+	  "default 500)", NULL },
+	{ "--samples", NULL, "FILE", 0, AT(samples),
+	  "--live: write the samples here (atomically); default\n"
+	  "the profile's name with .samples.csv, or\n"
+	  "live-samples.csv when the profile goes to stdout", NULL },
 	{ "--json-summary", NULL, NULL, 0, AT(summary),
 	  "print what was read (rows, skipped rows and why,\n"
 	  "GPUs, time span) as JSON on stdout; needs -o", NULL },
@@ -54,10 +67,13 @@ const cli_cmd cli_profile = {
 	"profile", "telemetry logs -> per-GPU thermal profile",
 	"thermap profile [--host NAME] [--fields LIST] FILE... [-o FILE]\n"
 	"[--from T] [--to T] [--baseline PROFILE]\n"
-	"[--json-summary] [--quiet]",
+	"[--json-summary] [--quiet]\n"
+	"thermap profile --live SECONDS [--interval MS] [--samples FILE]\n"
+	"[--host NAME] [-o FILE] [--baseline PROFILE] [--quiet]",
 	"Reads telemetry and writes a thermap.profile/1 document: nvidia-smi\n"
 	"--query-gpu CSV logs, nvidia-smi dmon logs, dcgm-exporter Prometheus\n"
-	"scrapes and Prometheus query_range JSON (found from each file's content).\n",
+	"scrapes and Prometheus query_range JSON (found from each file's content),\n"
+	"or, with --live, this machine's GPUs sampled through NVML.\n",
 	rows, NULL, run,
 };
 
@@ -77,9 +93,59 @@ static int read_baseline(const char *file, char **text, tm_error *err)
 	return rc ? rc : tm_read_file(file, 64 << 20, text, &len, err);
 }
 
+/* --live, --interval and --samples, and the files they exclude: the
+ * seconds, the interval and the samples' file name (allocated) into the
+ * last three. */
+static int live_args(const profile_args *a, double *s, int *ms,
+                     char **samples)
+{
+	char *end;
+	*s = 0;
+	*ms = 500;
+	if (!a->live) {
+		if (a->interval || a->samples)
+			return cli_usage(&cli_profile, "%s", "--interval and "
+			                 "--samples go with --live");
+		if (a->tele.n == 0)
+			return cli_usage(&cli_profile, "%s", "profile needs at "
+			                 "least one telemetry FILE, or --live SECONDS");
+		return 0;
+	}
+	if (a->tele.n > 0)
+		return cli_usage(&cli_profile, "%s", "--live samples this machine; "
+		                 "it takes no telemetry FILE");
+	if (a->from || a->to || a->summary)
+		return cli_usage(&cli_profile, "%s", "--from, --to and "
+		                 "--json-summary go with telemetry files, not "
+		                 "--live");
+	*s = strtod(a->live, &end);
+	if (end == a->live || *end || !(*s >= 1 && *s <= 86400))
+		return cli_usage(&cli_profile, "--live %s: expected seconds from "
+		                 "1 to 86400", a->live);
+	if (a->interval) {
+		long v = strtol(a->interval, &end, 10);
+		if (end == a->interval || *end || v < 10 || v > 60000)
+			return cli_usage(&cli_profile, "--interval %s: expected "
+			                 "milliseconds from 10 to 60000", a->interval);
+		*ms = (int)v;
+	}
+	if (a->samples) {
+		*samples = xstrdup(a->samples);
+	} else if (a->out) {
+		*samples = xmalloc(strlen(a->out) + 16);
+		sprintf(*samples, "%s.samples.csv", a->out);
+	} else {
+		*samples = xstrdup("live-samples.csv");
+	}
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	profile_args a = { 0 };
+	double live_s;
+	int interval_ms;
+	char *samples = NULL, *host = NULL;
 	tm_tele_opts w;
 	tm_error err = { 0, "" };
 	char *base = NULL, *prof = NULL, *summ = NULL;
@@ -95,8 +161,33 @@ static int run(int argc, char **argv)
 		               "stdout, so the profile needs -o FILE");
 		goto out;
 	}
+	if ((rc = live_args(&a, &live_s, &interval_ms, &samples)))
+		goto out;
+	if (a.live) {
+		char name[256] = "";
+		/* the GPUs' host: --host, else this machine's name, with what a
+		 * host name may not hold made '-' */
+		if (a.tele.host) {
+			host = xstrdup(a.tele.host);
+		} else {
+			if (gethostname(name, sizeof name - 1) != 0 || !name[0])
+				snprintf(name, sizeof name, "localhost");
+			for (char *c = name; *c; c++)
+				if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+					*c = '-';
+			host = xstrdup(name);
+		}
+		/* the samples file is the one telemetry file */
+		a.tele.in[0].file = samples;
+		a.tele.in[0].host = host;
+		a.tele.in[0].fields = NULL;
+		a.tele.n = 1;
+	}
 	if ((a.out && (rc = tm_check_file_target(a.out, &err))) ||
+	    (a.live && (rc = tm_check_file_target(samples, &err))) ||
 	    (a.baseline && (rc = read_baseline(a.baseline, &base, &err))) ||
+	    (a.live && (rc = tm_nvml_record(samples, live_s, interval_ms,
+	                                    !a.quiet, &err))) ||
 	    (rc = tm_profile_from_telemetry(a.tele.in, a.tele.n, &w, &prof,
 	                                    &summ, &err)))
 		goto fail;
@@ -115,6 +206,9 @@ static int run(int argc, char **argv)
 	else if (!a.quiet && a.baseline)
 		cli_say(stdout, "", "wrote %s (%d field(s) from %s)", a.out,
 		        nfilled, a.baseline);
+	else if (!a.quiet && a.live)
+		cli_say(stdout, "", "wrote %s (and the samples, %s)", a.out,
+		        samples);
 	else if (!a.quiet)
 		cli_say(stdout, "", "wrote %s", a.out);
 	goto out;
@@ -125,5 +219,7 @@ out:
 	free(prof);
 	free(summ);
 	free(a.tele.in);
+	free(samples);
+	free(host);
 	return rc;
 }
