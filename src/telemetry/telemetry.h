@@ -24,6 +24,9 @@
  *             memory grows with the number of GPUs, never with the input
  *   lines.c parse.c
  *             lines of a file; numbers and times in text
+ *   nvml.c    beside them: the GPUs of this machine sampled through NVML
+ *             (loaded at run time) into nvidia-smi CSV, for
+ *             `profile --live`; it calls none of the others
  *
  * The profile document is written by format/profile.c (tm_profile_text).
  * Nothing here keeps state outside the structs it is given (but csv.c's
