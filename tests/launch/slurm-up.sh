@@ -121,7 +121,7 @@ munged -f --socket="$D/munge.socket" --key-file="$D/munge.key" \
 
 cat > "$D/slurm.conf" <<CONF
 ClusterName=slurmup
-SlurmctldHost=$H
+SlurmctldHost=$H(127.0.0.1)
 SlurmctldPort=$P
 SlurmdPort=$((P + 1))
 AuthType=auth/munge
