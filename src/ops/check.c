@@ -1263,34 +1263,40 @@ static int check_megatron(const chk *K, const char *path, char *text,
                           const char *layout)
 {
 	const tm_job *j = K->j;
-	char want[1024], *at = text, *l, *w;
-	int no = 0, n;
-	n = snprintf(want, sizeof want, "--tensor-model-parallel-size\n%d\n"
-	             "--pipeline-model-parallel-size\n%d\n"
-	             "--context-parallel-size\n%d\n"
-	             "--expert-model-parallel-size\n%d\n%s", j->size[TM_TP],
-	             j->size[TM_PP], j->size[TM_CP], j->size[TM_EP],
-	             tm_megatron_order(j) == 1 ? "--use-tp-pp-dp-mapping\n" : "");
+	char *at = text, *l, *w;
+	int no = 0, rc = 0;
+	strbuf want;
+	sb_init(&want);
+	sb_addf(&want, "--tensor-model-parallel-size\n%d\n"
+	        "--pipeline-model-parallel-size\n%d\n"
+	        "--context-parallel-size\n%d\n"
+	        "--expert-model-parallel-size\n%d\n%s", j->size[TM_TP],
+	        j->size[TM_PP], j->size[TM_CP], j->size[TM_EP],
+	        tm_megatron_order(j) == 1 ? "--use-tp-pp-dp-mapping\n" : "");
 	if (layout)
-		snprintf(want + n, sizeof want - (size_t)n,
-		         "--pipeline-model-parallel-layout\n%s\n", layout);
+		sb_addf(&want, "--pipeline-model-parallel-layout\n%s\n", layout);
 	else if (j->vpp > 1)
-		snprintf(want + n, sizeof want - (size_t)n,
-		         "--num-virtual-stages-per-pipeline-rank\n%d\n", j->vpp);
-	w = want;
-	while ((l = next_line(&at, &no))) {
+		sb_addf(&want, "--num-virtual-stages-per-pipeline-rank\n%d\n",
+		        j->vpp);
+	w = want.s;
+	while (!rc && (l = next_line(&at, &no))) {
 		size_t k = strcspn(w, "\n");
-		if (!*w || strlen(l) != k || strncmp(l, w, k))
-			return tm_fail(K->err, TM_EINPUT, "%s:%d: %s; the plan's "
-			               "Megatron-LM arguments have %.*s there", path, no,
-			               l, (int)k, *w ? w : "nothing");
-		w += k + 1;
+		if (!*w)
+			rc = tm_fail(K->err, TM_EINPUT, "%s:%d: %.200s; the plan's "
+			             "Megatron-LM arguments end before it", path, no, l);
+		else if (strlen(l) != k || strncmp(l, w, k))
+			rc = tm_fail(K->err, TM_EINPUT, "%s:%d: %.200s; the plan's "
+			             "Megatron-LM arguments have %.*s there", path, no,
+			             l, (int)(k < 200 ? k : 200), w);
+		else
+			w += k + 1;
 	}
-	if (*w)
-		return tm_fail(K->err, TM_EINPUT, "%s: ends at line %d; the plan's "
-		               "Megatron-LM arguments go on with %.*s", path, no,
-		               (int)strcspn(w, "\n"), w);
-	return 0;
+	if (!rc && *w)
+		rc = tm_fail(K->err, TM_EINPUT, "%s: ends at line %d; the plan's "
+		             "Megatron-LM arguments go on with %.*s", path, no,
+		             (int)strcspn(w, "\n"), w);
+	sb_free(&want);
+	return rc;
 }
 
 /* 1: none of the launcher files (a plan written before them). */

@@ -150,6 +150,7 @@ chk include "$W/t/launch.txt:" launch.txt 's/--include b0:\([0-9]\),\([0-9]\)/--
 chk entry "$W/t/entry.sh:" entry.sh 's/exit 78/exit 0/'
 chk pet "$W/t/env/b1.env: PET_NODE_RANK=0; NODE_RANK is 1" env/b1.env 's/^PET_NODE_RANK=.*/PET_NODE_RANK=0/'
 chk megatron "$W/t/megatron.args:4: 1; the plan's Megatron-LM arguments have 2 there" megatron.args '4s/2/1/'
+chk megatron-extra "$W/t/megatron.args:9: --extra; the plan's Megatron-LM arguments end before it" megatron.args '$a --extra'
 # the ep job's order (tp-cp-pp-ep-dp) is neither of Megatron-LM's: said
 if grep -qF "# Megatron-LM cannot start ranks in this plan's order (tp-cp-pp-ep-dp)" "$P/launch.txt"
 then ok; else bad "launch.txt does not say Megatron-LM cannot take the order"; fi
