@@ -20,16 +20,34 @@ double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h)
 	return 2.0 * act_mib * 1048576.0 / (tm_bw(pb, g, h) * 1e6);
 }
 
-/* The compute of instance (rep, stage): its work at its slowest GPU. */
-static double inst_compute_ms(const tm_problem *pb, const int *flat, int rep,
-                              int stage)
+int tm_tied_reps(const tm_problem *pb, int rep, int stage, const int **reps)
 {
-	const int *m = &pb->inst_rank[(rep * pb->npp + stage) * pb->nmember];
+	const int *g = &pb->ep_reps[pb->ep_group[rep] * pb->nep];
+	int k = 0;
+	if (pb->nep > 1 && pb->a2a[stage] > 0) {
+		*reps = g;
+		return pb->nep;
+	}
+	while (g[k] != rep)   /* rep is in its own group */
+		k++;
+	*reps = &g[k];
+	return 1;
+}
+
+double tm_inst_derate(const tm_problem *pb, const int *flat, int rep,
+                      int stage)
+{
+	const int *reps;
+	int n = tm_tied_reps(pb, rep, stage, &reps);
 	double d = 0;
-	for (int k = 0; k < pb->nmember; k++)
-		if (pb->derate[flat[m[k]]] > d)
-			d = pb->derate[flat[m[k]]];
-	return pb->work[stage] * d;
+	for (int e = 0; e < n; e++) {
+		const int *m = &pb->inst_rank[(reps[e] * pb->npp + stage) *
+		                              pb->nmember];
+		for (int k = 0; k < pb->nmember; k++)
+			if (pb->derate[flat[m[k]]] > d)
+				d = pb->derate[flat[m[k]]];
+	}
+	return d;
 }
 
 /* One piece of an all-to-all of a2a_mib: the 1/ep share one rank sends
@@ -80,19 +98,14 @@ bool tm_has_a2a(const tm_problem *pb)
 
 /* A stage instance's time per microbatch: its compute at its slowest GPU;
  * at a stage with an all-to-all, every instance of the expert-parallel
- * group waits for the slowest of them at each exchange, and the exchange
- * adds its own time. */
+ * group waits for the slowest of them at each exchange (tm_inst_derate
+ * takes the group's), and the exchange adds its own time. */
 double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage)
 {
-	int o;
-	double c = 0;
+	double c = pb->work[stage] * tm_inst_derate(pb, flat, rep, stage);
 	if (pb->nep < 2 || !(pb->a2a[stage] > 0))
-		return inst_compute_ms(pb, flat, rep, stage);
-	o = pb->ep_group[rep];
-	for (int k = 0; k < pb->nep; k++)
-		c = fmax(c, inst_compute_ms(pb, flat, pb->ep_reps[o * pb->nep + k],
-		                            stage));
-	return c + tm_a2a_ms(pb, flat, o, stage);
+		return c;
+	return c + tm_a2a_ms(pb, flat, pb->ep_group[rep], stage);
 }
 
 double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,

@@ -139,6 +139,15 @@ double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
                     tm_eval *ev);
 double tm_inst_ms(const tm_problem *pb, const int *flat, int rep, int stage);
+/* The replicas whose instances of stage run tied to rep's: its expert-
+ * parallel group's at a stage with an all-to-all, else rep alone. Points
+ * *reps at them (inside pb) and returns their number. */
+int tm_tied_reps(const tm_problem *pb, int rep, int stage, const int **reps);
+/* The slowest derate of the GPUs of rep's instance of stage and of the
+ * instances tied to it (tm_inst_ms is the stage's work times this, plus
+ * the all-to-all). */
+double tm_inst_derate(const tm_problem *pb, const int *flat, int rep,
+                      int stage);
 double tm_hop_inst_ms(const tm_problem *pb, const int *flat, int rep,
                       const tm_hop *hop);
 double tm_rep_ms(const tm_problem *pb, const int *flat, int d);

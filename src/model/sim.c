@@ -96,11 +96,12 @@ static double replica(const tm_problem *pb, const int *flat, const double *der,
 	for (int s = 0; s < pp; s++) {
 		/* with an all-to-all at s, the expert-parallel group's
 		 * instances wait for the slowest of them */
-		bool tied = tm_has_a2a(pb) && pb->a2a[s] > 0;
+		const int *tied;
+		int nt = tm_tied_reps(pb, d, s, &tied);
 		pace[s] = 0;
-		for (int e = 0; e < (tied ? pb->nep : 1); e++) {
-			int de = tied ? pb->ep_reps[pb->ep_group[d] * pb->nep + e] : d;
-			const int *mem = &pb->inst_rank[(de * pp + s) * pb->nmember];
+		for (int e = 0; e < nt; e++) {
+			const int *mem = &pb->inst_rank[(tied[e] * pp + s) *
+			                                pb->nmember];
 			for (int q = 0; q < pb->nmember; q++)
 				pace[s] = fmax(pace[s], der[mem[q]]);
 		}

@@ -503,10 +503,10 @@ static void instance_rows(ilp *L, int d)
 		int dc = L->dcol[d * pb->npp + s];
 		/* with an all-to-all, the group's instances wait for each
 		 * other: D bounds all their GPUs */
-		bool tied = tm_has_a2a(pb) && pb->a2a[s] > 0;
-		for (int e = 0; e < (tied ? pb->nep : 1); e++) {
-			int de = tied ? pb->ep_reps[pb->ep_group[d] * pb->nep + e] : d;
-			const int *mem = &pb->inst_rank[(de * pb->npp + s) *
+		const int *tied;
+		int nt = tm_tied_reps(pb, d, s, &tied);
+		for (int e = 0; e < nt; e++) {
+			const int *mem = &pb->inst_rank[(tied[e] * pb->npp + s) *
 			                                pb->nmember];
 			for (int k = 0; dc && k < pb->nmember; k++) {
 				row_begin(L);
@@ -676,22 +676,6 @@ static void temperature_rows(ilp *L)
 }
 
 /* Column values of a placement, for GLPK's incumbent. */
-/* D[d,s] of a placement: the slowest derate of the instance's GPUs, and
- * with an all-to-all at s, of its group's instances' GPUs. */
-static double group_derate(const tm_problem *pb, const int *flat, int d,
-                           int s)
-{
-	bool tied = tm_has_a2a(pb) && pb->a2a[s] > 0;
-	double x = 0;
-	for (int e = 0; e < (tied ? pb->nep : 1); e++) {
-		int de = tied ? pb->ep_reps[pb->ep_group[d] * pb->nep + e] : d;
-		const int *mem = &pb->inst_rank[(de * pb->npp + s) * pb->nmember];
-		for (int k = 0; k < pb->nmember; k++)
-			x = fmax(x, pb->derate[flat[mem[k]]]);
-	}
-	return x;
-}
-
 static void fill(ilp *L, const int *flat)
 {
 	const tm_problem *pb = L->pb;
@@ -724,7 +708,7 @@ static void fill(ilp *L, const int *flat)
 			if (ec)
 				L->vec[ec] = x;
 			if (L->dcol[d * pb->npp + s])
-				L->vec[L->dcol[d * pb->npp + s]] = group_derate(pb,
+				L->vec[L->dcol[d * pb->npp + s]] = tm_inst_derate(pb,
 				                                   flat, d, s);
 			b = fmax(b, t);
 		}
