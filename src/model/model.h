@@ -102,6 +102,8 @@ double tm_net_bw(const tm_problem *pb, int a, int b);
  * false (lo > hi) when fewer than two. */
 bool tm_net_range(const tm_problem *pb, double *lo, double *hi);
 bool tm_nvlink(const tm_problem *pb, int g, int h);
+/* The cluster's record of problem GPU g (its index, UUID, NUMA node). */
+const tm_gpu *tm_gpu_of(const tm_problem *pb, int g);
 bool tm_fits(const tm_problem *pb, int rank, int g);
 void tm_identity(const tm_problem *pb, int *flat);
 /* tm_problem_new; with uneven_hosts, the hosts of a multi-node job may

@@ -75,6 +75,11 @@ double tm_bw(const tm_problem *pb, int g, int h)
 	return tm_net_bw(pb, a, b);
 }
 
+const tm_gpu *tm_gpu_of(const tm_problem *pb, int g)
+{
+	return &pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]];
+}
+
 bool tm_nvlink(const tm_problem *pb, int g, int h)
 {
 	int a = pb->gpu_host[g];

@@ -1076,9 +1076,6 @@ static int mark(tm_check_report *R, int step, int rc)
  * must put every rank where the env files do (K->host, K->gpu). A plan
  * written before these files existed has none of them: not applicable. */
 
-static const char *const launchers[] = { "entry.sh", "slurm.hostfile",
-	"mpi.rankfile", "deepspeed.hostfile", "megatron.args" };
-
 /* The next line of text (NUL-terminated in place), its number in *no;
  * NULL at the end. */
 static char *next_line(char **at, int *no)
@@ -1307,15 +1304,15 @@ static int check_launchers(const chk *K, const char *id, const char *layout)
 	int rc = 0, absent = 0;
 	struct stat st;
 
-	for (int f = 0; f < 5; f++) {
-		snprintf(path, sizeof path, "%s/%s", K->dir, launchers[f]);
+	/* every file but launch.txt, which plans always had */
+	for (int f = 0; f < TM_NLAUNCH - 1; f++) {
+		snprintf(path, sizeof path, "%s/%s", K->dir, tm_launch_files[f]);
 		absent += stat(path, &st) != 0 && errno == ENOENT;
 	}
-	if (absent == 5)
+	if (absent == TM_NLAUNCH - 1)
 		return 1;
-	for (int f = 0; f < 6 && !rc; f++) {
-		snprintf(path, sizeof path, "%s/%s", K->dir, f < 5 ?
-		         launchers[f] : "launch.txt");
+	for (int f = 0; f < TM_NLAUNCH && !rc; f++) {
+		snprintf(path, sizeof path, "%s/%s", K->dir, tm_launch_files[f]);
 		if ((rc = tm_read_file(path, TM_MAX_INPUT_BYTES, &text, &len,
 		                       K->err)))
 			break;

@@ -18,11 +18,6 @@
 
 #include "ops/ops.h"
 
-/* nvidia-smi's index of problem GPU g */
-static int gpu_index(const tm_problem *pb, int g)
-{
-	return pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index;
-}
 
 /* ---- the "why" of a stage ----------------------------------------------- */
 
@@ -102,7 +97,7 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 		} else {
 			sb_add(b, ",");
 		}
-		sb_addf(b, "%d", gpu_index(pb, g));
+		sb_addf(b, "%d", tm_gpu_of(pb, g)->index);
 	}
 	if (cnt > 8)
 		sb_add(b, ",…");

@@ -13,6 +13,10 @@
 
 #include "ops/ops.h"
 
+const char *const tm_launch_files[TM_NLAUNCH] = { "entry.sh",
+	"slurm.hostfile", "mpi.rankfile", "deepspeed.hostfile", "megatron.args",
+	"launch.txt" };
+
 static const char *host_of_node(const tm_problem *pb, const int *flat, int n)
 {
 	return pb->c->nodes[pb->gpu_host[flat[n * pb->nproc]]].host;
@@ -189,7 +193,7 @@ static void ds_include(const tm_problem *pb, const int *flat, strbuf *b)
 		for (int i = 0; i < pb->nproc; i++) {
 			int g = flat[n * pb->nproc + i];
 			sb_addf(b, "%s%d", i ? "," : "",
-			        pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index);
+			        tm_gpu_of(pb, g)->index);
 		}
 	}
 }
@@ -201,8 +205,7 @@ static bool one_map(const tm_problem *pb, const int *flat)
 	for (int n = 1; n < pb->nnodes; n++)
 		for (int i = 0; i < pb->nproc; i++) {
 			int a = flat[i], c = flat[n * pb->nproc + i];
-			if (pb->c->nodes[pb->gpu_host[a]].gpus[pb->gpu_pos[a]].index !=
-			    pb->c->nodes[pb->gpu_host[c]].gpus[pb->gpu_pos[c]].index)
+			if (tm_gpu_of(pb, a)->index != tm_gpu_of(pb, c)->index)
 				return false;
 		}
 	return true;
@@ -259,7 +262,7 @@ void tm_launch_text(const tm_problem *pb, const int *flat, const char *id,
 		for (int i = 0; i < P; i++) {
 			int g = flat[i];
 			sb_addf(b, "%s%d", i ? "," : "",
-			        pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index);
+			        tm_gpu_of(pb, g)->index);
 		}
 		sb_add(b, " python TRAINING_SCRIPT.py [ARGS...]\n");
 	}

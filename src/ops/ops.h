@@ -27,6 +27,10 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 /* launch.c: the launcher files of a plan directory (docs/launching.md):
  * entry.sh (its only variable part is the plan id), slurm.hostfile,
  * mpi.rankfile, deepspeed.hostfile, megatron.args and launch.txt. */
+#define TM_NLAUNCH 6
+/* Their names, in the order plan writes them: entry.sh first (the one
+ * executable), launch.txt last (the one that is only for people). */
+extern const char *const tm_launch_files[TM_NLAUNCH];
 void tm_launch_entry(const char *id, strbuf *b);
 void tm_launch_slurm_hostfile(const tm_problem *pb, const int *flat,
                               strbuf *b);

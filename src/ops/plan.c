@@ -32,16 +32,12 @@ static void write_layers(jw *w, const tm_job *j);
 #define MASTER_PORT 29500  /* torchrun's default */
 
 
-static const tm_gpu *gpu_of(const tm_problem *pb, int g)
-{
-	return &pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]];
-}
 
 /* Whether a node's GPUs can all be named by UUID. */
 static bool node_has_uuids(const tm_problem *pb, const int *flat, int n)
 {
 	for (int i = 0; i < pb->nproc; i++)
-		if (!gpu_of(pb, flat[n * pb->nproc + i])->uuid)
+		if (!tm_gpu_of(pb, flat[n * pb->nproc + i])->uuid)
 			return false;
 	return true;
 }
@@ -51,7 +47,7 @@ static void visible_devices(const tm_problem *pb, const int *flat, int n,
 {
 	bool uuids = node_has_uuids(pb, flat, n);
 	for (int i = 0; i < pb->nproc; i++) {
-		const tm_gpu *g = gpu_of(pb, flat[n * pb->nproc + i]);
+		const tm_gpu *g = tm_gpu_of(pb, flat[n * pb->nproc + i]);
 		if (i)
 			sb_add(b, ",");
 		if (uuids)
@@ -264,7 +260,7 @@ static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
 	jw_arr(w, "ranks", false);
 	for (int r = 0; r < pb->nranks; r++) {
 		int g = flat[r];
-		const tm_gpu *gpu = gpu_of(pb, g);
+		const tm_gpu *gpu = tm_gpu_of(pb, g);
 		jw_obj(w, NULL, true);
 		jw_int(w, "rank", r);
 		jw_str(w, "host", pb->c->nodes[pb->gpu_host[g]].host);
@@ -316,7 +312,7 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 		jw_num(w, "time_ms", time, 4);
 		jw_arr(w, "uuids", true);
 		for (int k = at[s]; k < at[s + 1]; k++)
-			jw_str(w, NULL, gpu_of(pb, flat[by[k]])->uuid);
+			jw_str(w, NULL, tm_gpu_of(pb, flat[by[k]])->uuid);
 		jw_end_arr(w);
 		jw_arr(w, "gpus", true);
 		for (int k = at[s]; k < at[s + 1]; k++) {
@@ -324,7 +320,7 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 			char buf[300];
 			snprintf(buf, sizeof buf, "%s:%d",
 			         pb->c->nodes[pb->gpu_host[flat[r]]].host,
-			         gpu_of(pb, flat[r])->index);
+			         tm_gpu_of(pb, flat[r])->index);
 			jw_str(w, NULL, buf);
 			temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
 		}
@@ -412,21 +408,16 @@ static void write_env(const tm_problem *pb, const int *flat, int n,
 	/* the NUMA node of each local rank's GPU, where the cluster knows
 	 * them all: entry.sh binds each task there (docs/launching.md) */
 	for (int i = 0; i < pb->nproc; i++)
-		if (!gpu_of(pb, flat[n * pb->nproc + i])->has_numa)
+		if (!tm_gpu_of(pb, flat[n * pb->nproc + i])->has_numa)
 			return;
 	sb_add(b, "THERMAP_NUMA=");
 	for (int i = 0; i < pb->nproc; i++)
 		sb_addf(b, "%s%d", i ? "," : "",
-		        gpu_of(pb, flat[n * pb->nproc + i])->numa_node);
+		        tm_gpu_of(pb, flat[n * pb->nproc + i])->numa_node);
 	sb_add(b, "\n");
 }
 
-/* The files beside plan.json and env/, in the order they are written
- * (entry.sh first: the one executable). */
-static const char *const launch_files[] = { "entry.sh", "slurm.hostfile",
-	"mpi.rankfile", "deepspeed.hostfile", "megatron.args", "launch.txt" };
-#define NLAUNCH 6
-
+/* The content of launcher file f (tm_launch_files[f]). */
 static void launch_file(const tm_problem *pb, const int *flat,
                         const char *id, int f, strbuf *b)
 {
@@ -442,8 +433,8 @@ static void launch_file(const tm_problem *pb, const int *flat,
 
 static bool is_launch_file(const char *name)
 {
-	for (int f = 0; f < NLAUNCH; f++)
-		if (!strcmp(name, launch_files[f]))
+	for (int f = 0; f < TM_NLAUNCH; f++)
+		if (!strcmp(name, tm_launch_files[f]))
 			return true;
 	return false;
 }
@@ -550,9 +541,9 @@ static int sync_tree(const tm_problem *pb, const int *flat, int tfd, int efd,
 		if ((rc = sync_file_at(efd, file, path, err)))
 			return rc;
 	}
-	for (int f = 0; f < NLAUNCH; f++) {
-		snprintf(path, sizeof path, "%s/%s", tshown, launch_files[f]);
-		if ((rc = sync_file_at(tfd, launch_files[f], path, err)))
+	for (int f = 0; f < TM_NLAUNCH; f++) {
+		snprintf(path, sizeof path, "%s/%s", tshown, tm_launch_files[f]);
+		if ((rc = sync_file_at(tfd, tm_launch_files[f], path, err)))
 			return rc;
 	}
 	return 0;
@@ -752,8 +743,8 @@ static bool remove_plan_at(int dfd, const char *name, int fd)
 	int efd = openat(fd, "env", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	                 O_CLOEXEC);
 	unlinkat(fd, "plan.json", 0);
-	for (int f = 0; f < NLAUNCH; f++)
-		unlinkat(fd, launch_files[f], 0);
+	for (int f = 0; f < TM_NLAUNCH; f++)
+		unlinkat(fd, tm_launch_files[f], 0);
 	if (efd >= 0) {
 		int n;
 		char **v = list_at(efd, &n);
@@ -1000,13 +991,13 @@ int tm_plan_write_ex(const tm_problem *pb, const tm_solution *sol,
 		rc = write_file_at(efd, file, path, &b, err);
 		step(&k);
 	}
-	for (int f = 0; !rc && f < NLAUNCH; f++) {
+	for (int f = 0; !rc && f < TM_NLAUNCH; f++) {
 		b.len = 0;
 		b.s[0] = '\0';
 		launch_file(pb, flat, id, f, &b);
-		snprintf(path, sizeof path, "%s/%s", tshown, launch_files[f]);
-		rc = write_file_at(tfd, launch_files[f], path, &b, err);
-		if (!rc && f == 0 && fchmodat(tfd, launch_files[f], 0755, 0) != 0)
+		snprintf(path, sizeof path, "%s/%s", tshown, tm_launch_files[f]);
+		rc = write_file_at(tfd, tm_launch_files[f], path, &b, err);
+		if (!rc && f == 0 && fchmodat(tfd, tm_launch_files[f], 0755, 0) != 0)
 			rc = tm_fail(err, TM_EINTERNAL, "%s: %s", path,
 			             strerror(errno));
 	}

@@ -241,8 +241,7 @@ static bool valid(const tm_problem *pb, const int *flat, char *why,
 		if (!tm_fits(pb, r, flat[r])) {
 			snprintf(why, len, "rank %d does not fit the memory of GPU "
 			         "%s:%d", r, pb->c->nodes[pb->gpu_host[flat[r]]].host,
-			         pb->c->nodes[pb->gpu_host[flat[r]]]
-			         .gpus[pb->gpu_pos[flat[r]]].index);
+			         tm_gpu_of(pb, flat[r])->index);
 			return false;
 		}
 	}
@@ -633,7 +632,7 @@ typedef struct replan {
 static void gpu_name(const tm_problem *pb, int g, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s:%d", pb->c->nodes[pb->gpu_host[g]].host,
-	         pb->c->nodes[pb->gpu_host[g]].gpus[pb->gpu_pos[g]].index);
+	         tm_gpu_of(pb, g)->index);
 }
 
 static int cmp_work(const void *a, const void *b, void *ctx)
