@@ -438,6 +438,34 @@ static void test_greedy_deadline(void **state)
 	}
 }
 
+/* Host h in group names[h mod ng], NICs of 100 GB/s, 50 GB/s inside a
+ * group and 12.5 across. */
+static void interleaved_groups(tm_cluster *c, int ng)
+{
+	static const char *const names[] = { "a", "b", "c" };
+	c->same_group_gb_per_s = 50;
+	c->cross_group_gb_per_s = 12.5;
+	for (int h = 0; h < c->nnodes; h++) {
+		c->nodes[h].net_gb_per_s = 100;
+		c->nodes[h].net_group = xstrdup(names[h % ng]);
+	}
+}
+
+/* Solves with the given policy and asserts the time equals the lower
+ * bound; the problem (the caller frees it) and solution come back. */
+static tm_problem *solve_at_bound(tm_cluster *c, tm_profile *p, tm_job *j,
+                                  tm_policy *pol, tm_solution *s)
+{
+	tm_problem *pb = NULL;
+	tm_error e = { 0, "" };
+	double lb;
+	assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+	assert_int_equal(tm_solve(pb, s, &e), 0);
+	lb = tm_time_lower_bound(pb);
+	assert_true(fabs(s->ev.iteration_ms - lb) <= 1e-9 * (1 + lb));
+	return pb;
+}
+
 /* Replicas inside network groups: with equal derates, hosts in groups of
  * four that the greedy order interleaves (heat decides it, and host h is in
  * group h mod ng), and a pipeline of four node ranks per replica that hops
@@ -448,7 +476,6 @@ static void test_greedy_deadline(void **state)
  * would land in different groups. */
 static void test_replica_groups(void **state)
 {
-	static const char *const names[] = { "a", "b", "c" };
 	(void)state;
 	tt_seq.s = 0x6e0d5ull;
 	for (int it = 0; it < 40; it++) {
@@ -457,22 +484,12 @@ static void test_replica_groups(void **state)
 		tm_profile *p = tt_profile(c, true);
 		tm_job *j = tt_job(nh, 1, 1, 4, 1, tt_int(0, 1), false);
 		tm_policy *pol = policy(TM_METHOD_GREEDY);
-		tm_problem *pb = NULL;
+		tm_problem *pb;
 		tm_solution s;
-		tm_error e = { 0, "" };
-		double lb;
-		c->same_group_gb_per_s = 50;
-		c->cross_group_gb_per_s = 12.5;
-		for (int h = 0; h < nh; h++) {
-			c->nodes[h].net_gb_per_s = 100;
-			c->nodes[h].net_group = xstrdup(names[h % ng]);
-		}
+		interleaved_groups(c, ng);
 		for (int st = 0; st < 4; st++)
 			j->stages[st].act_mib = 64;
-		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
-		assert_int_equal(tm_solve(pb, &s, &e), 0);
-		lb = tm_time_lower_bound(pb);
-		assert_true(fabs(s.ev.iteration_ms - lb) <= 1e-9 * (1 + lb));
+		pb = solve_at_bound(c, p, j, pol, &s);
 		for (int r = 0; r < nh; r++)
 			for (int q = 0; q < nh; q++)
 				if (pb->rank_rep[r] == pb->rank_rep[q])
@@ -489,25 +506,15 @@ static void test_replica_groups(void **state)
 		tm_profile *p = tt_profile(c, true);
 		tm_job *j = tt_job(8, 1, 1, 2, 1, true, false);
 		tm_policy *pol = policy(TM_METHOD_GREEDY);
-		tm_problem *pb = NULL;
+		tm_problem *pb;
 		tm_solution s;
-		tm_error e = { 0, "" };
-		double lb;
-		c->same_group_gb_per_s = 50;
-		c->cross_group_gb_per_s = 12.5;
-		for (int h = 0; h < 8; h++) {
-			c->nodes[h].net_gb_per_s = 100;
-			c->nodes[h].net_group = xstrdup(names[h % 2]);
-		}
+		interleaved_groups(c, 2);
 		j->size[TM_EP] = 2;
 		for (int st = 0; st < 2; st++) {
 			j->stages[st].act_mib = 64;
 			j->stages[st].a2a_mib = 128;
 		}
-		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
-		assert_int_equal(tm_solve(pb, &s, &e), 0);
-		lb = tm_time_lower_bound(pb);
-		assert_true(fabs(s.ev.iteration_ms - lb) <= 1e-9 * (1 + lb));
+		pb = solve_at_bound(c, p, j, pol, &s);
 		tm_solution_clear(&s);
 		tt_free(pb, pol, j, p, c);
 	}
