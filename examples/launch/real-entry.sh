@@ -44,23 +44,7 @@ echo "== 1. load on every GPU for ${BURN_S} s"
 nvidia-smi --query-gpu=$FIELDS --format=csv -lms 500 >"$OUT/telemetry.csv" &
 P=$!
 sleep 10
-i=0
-BURN=
-while [ $i -lt "$NGPU" ]; do
-	CUDA_VISIBLE_DEVICES=$i "$PY" -c "
-import time, torch
-a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)
-t = time.time()
-while time.time() - t < $BURN_S:
-    for _ in range(20):
-        b = a @ a
-    torch.cuda.synchronize()
-" &
-	BURN="$BURN $!"
-	i=$((i + 1))
-done
-# shellcheck disable=SC2086
-wait $BURN
+PYTHON="$PY" sh "$(dirname "$0")/../gpu-load.sh" "$BURN_S"
 sleep 35
 kill "$P"
 "$T" profile --host "$HOST" "$OUT/telemetry.csv" -o "$OUT/profile.json"

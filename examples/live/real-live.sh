@@ -18,7 +18,6 @@ LIVE_S=${LIVE_S:-110}
 LOAD_S=${LOAD_S:-60}
 mkdir -p "$OUT"
 HOST=$(hostname | tr -c 'A-Za-z0-9._\n-' '-')
-NGPU=$(nvidia-smi -L | grep -c '^GPU ')
 FIELDS=timestamp,index,pci.bus_id,uuid,temperature.gpu,power.draw,power.limit,clocks.sm,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,temperature.gpu.tlimit
 { date -u; hostname; nvidia-smi -L; } >"$OUT/machine.txt"
 
@@ -29,23 +28,7 @@ SMI=$!
 	>"$OUT/live.out" 2>"$OUT/live.err" &
 LIVE=$!
 sleep 35
-i=0
-BURN=
-while [ $i -lt "$NGPU" ]; do
-	CUDA_VISIBLE_DEVICES=$i "$PY" -c "
-import time, torch
-a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)
-t = time.time()
-while time.time() - t < $LOAD_S:
-    for _ in range(20):
-        b = a @ a
-    torch.cuda.synchronize()
-" &
-	BURN="$BURN $!"
-	i=$((i + 1))
-done
-# shellcheck disable=SC2086
-wait $BURN
+PYTHON="$PY" sh "$(dirname "$0")/../gpu-load.sh" "$LOAD_S"
 wait "$LIVE" || { cat "$OUT/live.err"; kill "$SMI"; exit 1; }
 kill "$SMI"
 "$T" profile --host "$HOST" "$OUT/nvidia-smi.csv" -o "$OUT/profile-smi.json"

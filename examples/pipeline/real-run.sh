@@ -52,22 +52,7 @@ nvidia-smi --query-gpu=index,uuid,pci.bus_id,name,memory.total --format=csv \
 echo "== 1. uniform load on every GPU for ${BURN_S} s"
 P=$(record "$OUT/telemetry-uniform.csv")
 sleep 10
-i=0
-BURN=
-while [ $i -lt "$NGPU" ]; do
-	CUDA_VISIBLE_DEVICES=$i "$PY" -c "
-import time, torch
-a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)
-t = time.time()
-while time.time() - t < $BURN_S:
-    for _ in range(20):
-        b = a @ a
-    torch.cuda.synchronize()
-" &
-	BURN="$BURN $!"
-	i=$((i + 1))
-done
-wait $BURN
+PYTHON="$PY" sh "$(dirname "$0")/../gpu-load.sh" "$BURN_S"
 sleep 20
 kill "$P"
 "$T" profile --host "$HOST" "$OUT/telemetry-uniform.csv" \
