@@ -740,25 +740,19 @@ static bool traffic_between_nodes(const tm_problem *pb)
 	return false;
 }
 
-/* Reorders hosts (sorted best first) group by group: the groups in the
- * order of their best hosts, each group's hosts in their order. Returns
- * whether that is called for (groups differ and node ranks talk) and
- * changes the order. */
-static bool group_hosts(const tm_problem *pb, int *hosts)
+/* hosts[0..n), sorted best first, into out group by group: the groups in
+ * the order of their best hosts, each group's hosts in their order (the
+ * first host of a group not yet taken is the best of the next group: a
+ * counting sort on the groups in order of first appearance). Writes each
+ * group's size, in that order, to size (room for ngrp) and returns the
+ * number of groups. */
+static int by_group(const tm_problem *pb, const int *hosts, int n, int *out,
+                    int *size)
 {
-	int n = pb->nusable, k = 0;
-	int *out, *at, *order, *cnt;
-	bool moved;
-
-	if (n < 2 || !groups_differ(pb) || !traffic_between_nodes(pb))
-		return false;
-	/* hosts is sorted best first: the first host of a group not yet
-	 * taken is the best of the next group; take its group, in order (a
-	 * counting sort on the groups in order of first appearance) */
-	out = xmalloc(sizeof(int) * (size_t)n);
-	at = xmalloc(sizeof(int) * (size_t)pb->ngrp);
-	order = xmalloc(sizeof(int) * (size_t)pb->ngrp);
-	cnt = xcalloc((size_t)pb->ngrp, sizeof(int));
+	int *at = xmalloc(sizeof(int) * (size_t)pb->ngrp);
+	int *order = xmalloc(sizeof(int) * (size_t)pb->ngrp);
+	int *cnt = xcalloc((size_t)pb->ngrp, sizeof(int));
+	int k = 0;
 	for (int u = 0; u < n; u++) {
 		int g = pb->grp[hosts[u]];
 		if (cnt[g]++ == 0)
@@ -767,16 +761,30 @@ static bool group_hosts(const tm_problem *pb, int *hosts)
 	/* at[g]: where group g's next host goes */
 	for (int i = 0, pos = 0; i < k; i++) {
 		at[order[i]] = pos;
-		pos += cnt[order[i]];
+		pos += size[i] = cnt[order[i]];
 	}
 	for (int u = 0; u < n; u++)
 		out[at[pb->grp[hosts[u]]]++] = hosts[u];
 	free(at);
 	free(order);
 	free(cnt);
+	return k;
+}
+
+/* Reorders the usable hosts (sorted best first) group by group (by_group);
+ * returns whether that changed their order. The caller has found that
+ * groups differ and node ranks talk. */
+static bool group_hosts(const tm_problem *pb, int *hosts)
+{
+	int n = pb->nusable;
+	int *out = xmalloc(sizeof(int) * (size_t)n);
+	int *size = xmalloc(sizeof(int) * (size_t)pb->ngrp);
+	bool moved;
+	by_group(pb, hosts, n, out, size);
 	moved = memcmp(hosts, out, sizeof(int) * (size_t)n) != 0;
 	memcpy(hosts, out, sizeof(int) * (size_t)n);
 	free(out);
+	free(size);
 	return moved;
 }
 
@@ -844,13 +852,13 @@ static bool replica_blocks(const tm_problem *pb, const int *nodes,
                            const int *hosts, bool by_ep, int *onodes,
                            int *ohosts)
 {
-	int nn = pb->nnodes, R, nb = 0, npool = 0, ng = pb->ngrp;
+	int nn = pb->nnodes, R, nb = 0, npool = 0, ng = pb->ngrp, k;
 	/* the units that get a block each: replicas, or with by_ep the
 	 * instances of one pipeline rank in one expert-parallel group */
 	int nu = by_ep ? pb->nrep / pb->nep * pb->npp : pb->nrep;
 	int *rep = xmalloc(sizeof(int) * (size_t)nn);
-	int *cnt = xcalloc((size_t)(nu > ng ? nu : ng) + 1, sizeof(int));
-	int *grouped = NULL, *pool = NULL, *at = NULL, *order = NULL;
+	int *cnt = xcalloc((size_t)nu + 1, sizeof(int));
+	int *grouped = NULL, *pool = NULL, *size = NULL;
 	bool ok = nu > 1 && (!by_ep || tm_has_a2a(pb));
 
 	for (int n = 0; n < nn && ok; n++) {
@@ -883,21 +891,10 @@ static bool replica_blocks(const tm_problem *pb, const int *nodes,
 	/* the hosts used, group by group in order of their best host */
 	grouped = xmalloc(sizeof(int) * (size_t)nn);
 	pool = xmalloc(sizeof(int) * (size_t)nn);
-	at = xmalloc(sizeof(int) * (size_t)ng);
-	order = xmalloc(sizeof(int) * (size_t)ng);
-	memset(cnt, 0, sizeof(int) * (size_t)ng);
-	int k = 0;
-	for (int u = 0; u < nn; u++)
-		if (cnt[pb->grp[hosts[u]]]++ == 0)
-			order[k++] = pb->grp[hosts[u]];
+	size = xmalloc(sizeof(int) * (size_t)ng);
+	k = by_group(pb, hosts, nn, grouped, size);
 	for (int i = 0, pos = 0; i < k; i++) {
-		at[order[i]] = pos;
-		pos += cnt[order[i]];
-	}
-	for (int u = 0; u < nn; u++)
-		grouped[at[pb->grp[hosts[u]]]++] = hosts[u];
-	for (int i = 0, pos = 0; i < k; i++) {
-		int c = cnt[order[i]], full = c / R, left = c - full * R;
+		int c = size[i], full = c / R, left = c - full * R;
 		const int *gh = &grouped[pos];
 		for (int j = 0, rr = 0; j < c; j++) {
 			/* the remainder at evenly spaced places */
@@ -933,8 +930,7 @@ static bool replica_blocks(const tm_problem *pb, const int *nodes,
 	free(cnt);
 	free(grouped);
 	free(pool);
-	free(at);
-	free(order);
+	free(size);
 	return true;
 }
 
