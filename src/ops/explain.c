@@ -178,6 +178,7 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 	int *flat = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	int *base = xmalloc(sizeof(int) * (size_t)pb->nranks), *at, *by;
 	const tm_eval *e = &sol->ev, *b0 = &sol->baseline;
+	double ar, xa;
 	strbuf b;
 
 	tm_placement_to_flat(pb, sol->pl, flat);
@@ -201,11 +202,12 @@ char *tm_plan_summary(const tm_problem *pb, const tm_solution *sol)
 		        pb->pol->time_limit_s);
 	sb_add(&b, "\n");
 	sb_addf(&b, "iteration %.2f ms (", e->iteration_ms);
-	if (tm_allreduce_ms(pb, flat) > 0)
-		sb_addf(&b, "all-reduce %.2f ms; ", tm_allreduce_ms(pb, flat));
-	if (tm_alltoall_max_ms(pb, flat) > 0)
-		sb_addf(&b, "all-to-all up to %.2f ms per microbatch; ",
-		        tm_alltoall_max_ms(pb, flat));
+	ar = tm_allreduce_ms(pb, flat);
+	xa = tm_alltoall_max_ms(pb, flat);
+	if (ar > 0)
+		sb_addf(&b, "all-reduce %.2f ms; ", ar);
+	if (xa > 0)
+		sb_addf(&b, "all-to-all up to %.2f ms per microbatch; ", xa);
 	sb_addf(&b, "identity %.2f ms, %+.2f %%); peak "
 	        "%.1f °C (identity %.1f °C, %+.1f °C); %d of %d ranks moved\n",
 	        b0->iteration_ms,
