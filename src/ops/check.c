@@ -54,7 +54,8 @@ static int read_env(const char *dir, const char *name, envf *e,
 	static const char *const keys[] = { "CUDA_VISIBLE_DEVICES",
 		"NODE_RANK", "NNODES", "NPROC_PER_NODE", "MASTER_ADDR",
 		"THERMAP_PLAN" };
-	static const char *const pets[] = { "PET_NODE_RANK", "PET_NNODES",
+	/* keys an env file may give, each checked when given */
+	static const char *const optional[] = { "PET_NODE_RANK", "PET_NNODES",
 		"PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "THERMAP_NUMA" };
 	char *text, *line, *save = NULL;
 	size_t len;
@@ -83,7 +84,7 @@ static int read_env(const char *dir, const char *name, envf *e,
 			;
 		if (k == 6) {
 			int q;
-			for (q = 0; q < 5 && strcmp(line, pets[q]); q++)
+			for (q = 0; q < 5 && strcmp(line, optional[q]); q++)
 				;
 			if (q == 5)
 				continue;  /* CUDA_DEVICE_ORDER, MASTER_PORT, … */
