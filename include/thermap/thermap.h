@@ -445,6 +445,10 @@ typedef struct tm_solution {
 	                        at the plan's iteration time; NAN otherwise */
 	double wear_bound;   /* the same for wear, with wear among the
 	                        criteria; NAN otherwise */
+	double moves_bound;  /* greedy+bound: a proven lower bound on the
+	                        ranks moved by any placement as good as the
+	                        plan in the criteria before moves; NAN
+	                        otherwise */
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);
