@@ -26,6 +26,11 @@ int tm_nvml_open(tm_nvml *N, const char *who, tm_error *err)
 {
 	const char *what = NULL;
 	memset(N, 0, sizeof *N);
+	/* nvidia-smi loads the same library, so hiding it from thermap
+	 * alone takes thermap's own word */
+	if (tm_knob(TM_KNOB_NO_NVML))
+		return tm_fail(err, TM_EINPUT, "%sNVML not loaded: "
+		               "THERMAP_NO_NVML is set", who);
 	if (!(N->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)))
 		return tm_fail(err, TM_EINPUT, "%scannot load NVML "
 		               "(libnvidia-ml.so.1): %s", who, dlerror());

@@ -8,7 +8,7 @@
 #  - NVML's view: GPU pairs with their own NVLinks, an NVSwitch, PCIe
 #    only; the cluster and the warnings are pinned in tests/topo/expected/;
 #  - the NVSwitch machine through NVML and through nvidia-smi (NVML
-#    hidden, or not starting, or without GPUs): the same cluster, and one
+#    hidden or absent, not starting, without GPUs): the same cluster, one
 #    line saying why nvidia-smi was asked;
 #  - what no machine says (links to bus ids of no GPU, to the GPU itself,
 #    to devices of no known type, seen from one end only, no PCIe path,
@@ -97,7 +97,8 @@ case_ nolib-nosmi LD_LIBRARY_PATH="$W/nolib"
 nvml() { env LD_LIBRARY_PATH="$L" PATH="$SMI" FAKE_NVML_GPUS=4 \
 	FAKE_NVML_NVLINK="$SW" "$@" "$T" topo --host h --local; }
 nvml >"$W/nvml.json" 2>"$W/nvml.err"
-for how in "nolib LD_LIBRARY_PATH=$W/nolib" "fail FAKE_NVML=fail" "nogpu FAKE_NVML=nogpu"; do
+for how in "nolib LD_LIBRARY_PATH=$W/nolib" "fail FAKE_NVML=fail" "nogpu FAKE_NVML=nogpu" \
+           "hidden THERMAP_NO_NVML=1"; do
 	# shellcheck disable=SC2086 # the words are the name and a setting
 	set -- $how
 	nvml "$2" >"$W/smi.json" 2>"$W/smi.err"
@@ -114,6 +115,8 @@ nvml LD_LIBRARY_PATH="$W/nolib" >/dev/null 2>"$W/smi.err"
 has nolib-why "$W/smi.err" "thermap: warning: host h: cannot load NVML (libnvidia-ml.so.1): libnvidia-ml.so.1: cannot open shared object file: No such file or directory; asking nvidia-smi instead"
 nvml FAKE_NVML=fail >/dev/null 2>"$W/smi.err"
 has fail-why "$W/smi.err" "thermap: warning: host h: NVML does not start: Driver Not Loaded; asking nvidia-smi instead"
+nvml THERMAP_NO_NVML=1 >/dev/null 2>"$W/smi.err"
+has hidden-why "$W/smi.err" "thermap: warning: host h: NVML not loaded: THERMAP_NO_NVML is set; asking nvidia-smi instead"
 
 [ "$update" = --update ] && { echo "topo local: expected files rewritten"; exit 0; }
 finish
