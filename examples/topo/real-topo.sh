@@ -4,8 +4,9 @@
 #
 #   sh examples/topo/real-topo.sh OUTDIR
 #
-# Writes machine.txt (time, host, nvidia-smi -L), topo-m.txt and gpus.csv
-# (nvidia-smi topo -m and its GPU list), nvml.json/nvml.err (topo --local,
+# Writes machine.txt (time, host, nvidia-smi -L), driver.txt (driver and
+# CUDA versions, product name), topo-m.txt, gpus.csv and nvlink-s.txt
+# (nvidia-smi topo -m, its GPU list, nvlink -s), nvml.json/nvml.err (topo --local,
 # NVML loaded), smi.json/smi.err (the same with THERMAP_NO_NVML=1: NVML
 # left unloaded, nvidia-smi asked), from-smi.json/from-smi.err (the
 # cluster from topo-m.txt and gpus.csv as files), and result.txt: whether
@@ -21,6 +22,9 @@ HOST=$(hostname | tr -c 'A-Za-z0-9._\n-' '-')
 nvidia-smi topo -m >"$OUT/topo-m.txt"
 nvidia-smi --query-gpu=index,uuid,pci.bus_id,name,memory.total \
 	--format=csv >"$OUT/gpus.csv"
+nvidia-smi nvlink -s >"$OUT/nvlink-s.txt" 2>&1 || :
+nvidia-smi -q | grep -iE "driver version|cuda version|product name" |
+	sort -u >"$OUT/driver.txt"
 rc=0
 "$T" topo --host "$HOST" --local -o "$OUT/nvml.json" 2>"$OUT/nvml.err" || rc=$?
 echo "topo --local (NVML): exit $rc" >"$OUT/result.txt"
