@@ -54,7 +54,7 @@ static int run(const char *const *files, int n, const char *host,
                json_t **out, tm_error *err, char **summ)
 {
 	tm_tele_input in[8];
-	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
 	char *prof = NULL, *s = NULL;
 	int rc;
 	for (int i = 0; i < n; i++) {
@@ -781,7 +781,7 @@ static void test_training_only_plans(void **state)
 		"power-temp_nanoGPT-pr643_3ebdf094.csv";
 	tm_tele_input in = { "fixtures/real/h200x4-vm/telemetry-identity.csv",
 	                     "vm", NULL };
-	tm_tele_opts o = { 25, 115, true, true };   /* the job running */
+	tm_tele_opts o = { 25, 115, true, true, 0 };   /* the job running */
 	char *prof = NULL, *summ = NULL;
 	json_t *p, *g;
 	tm_error e;
@@ -1031,7 +1031,7 @@ static void test_baseline_same_writer(void **state)
 		"\"gpus\": [{\"host\": \"elsewhere\", \"index\": 0, "
 		"\"temp_idle_c\": 30}]}";
 	tm_tele_input in = { H200, "h200x4-a", NULL };
-	tm_tele_opts o = { 205, 290, true, true };
+	tm_tele_opts o = { 205, 290, true, true, 0 };
 	tm_error e = { 0, "" };
 	char *prof, *summ, *out;
 	int n = -1;
@@ -1421,7 +1421,7 @@ static void test_threads_same_result(void **state)
 	char *seq_p = NULL, *seq_s = NULL, *par_p = NULL, *par_s = NULL;
 	char f[512], msg_seq[sizeof ((tm_error *)0)->msg];
 	tm_tele_input in = { NULL, "h200x4-a", NULL };
-	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
 	tm_error e = { 0, "" };
 	(void)state;
 	snprintf(f, sizeof f, "%s", replay("replay.csv", 0));
@@ -1524,7 +1524,7 @@ static void *read_often(void *arg)
 	reading *r = arg;
 	tm_tele_input in[2] = { { r->files[0], NULL, NULL },
 	                        { r->files[1], NULL, NULL } };
-	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
 	for (int i = 0; i < 30 && !r->rc; i++) {
 		tm_error e;
 		char *summ = NULL;
@@ -1601,12 +1601,12 @@ static void same_windows(const tm_tele_input *in, int n,
 static void test_recording_windows(void **state)
 {
 	static const tm_tele_opts w[] = {
-		{ NAN, NAN, false, false },
-		{ 0, 60 - 1e-6, true, true }, { 60, 120 - 1e-6, true, true },
-		{ 240, 300 - 1e-6, true, true }, { 205, 290, true, true },
-		{ 1000, 2000, true, true },           /* after the end: none */
-		{ 100, NAN, true, false }, { NAN, 30, false, true },
-		{ 1795263420, NAN, false, false },    /* absolute: 12:17:00 */
+		{ NAN, NAN, false, false, 0 },
+		{ 0, 60 - 1e-6, true, true, 0 }, { 60, 120 - 1e-6, true, true, 0 },
+		{ 240, 300 - 1e-6, true, true, 0 }, { 205, 290, true, true, 0 },
+		{ 1000, 2000, true, true, 0 },        /* after the end: none */
+		{ 100, NAN, true, false, 0 }, { NAN, 30, false, true, 0 },
+		{ 1795263420, NAN, false, false, 0 }, /* absolute: 12:17:00 */
 	};
 	tm_tele_input h200[2] = { { H200, "h200x4-a", NULL },
 	                          { H200, "other", NULL } };

@@ -77,7 +77,7 @@ static const char FIELDS[] = "timestamp,index,uuid,pci.bus_id,name,"
 
 void fuzz_telemetry(const char *kind, const uint8_t *data, size_t size)
 {
-	tl_opts o = { NAN, NAN, false, false };
+	tl_opts o = { NAN, NAN, false, false, 0 };
 	tl_sink *k = tl_sink_new(&o);
 	tl_src src;
 	tl_lines L;
