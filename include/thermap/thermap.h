@@ -233,6 +233,9 @@ typedef struct tm_tele_input {
 typedef struct tm_tele_opts {
 	double from, to;        /* time window, NAN = open */
 	bool from_rel, to_rel;  /* seconds after each file's first time */
+	int interval_ms;        /* dcgmi dmon logs, which carry no time:
+	                           milliseconds between their samples (their
+	                           -d); 0 = 1000, dcgmi's default */
 } tm_tele_opts;
 
 int tm_profile_from_telemetry(const tm_tele_input *in, int n,
