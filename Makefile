@@ -8,7 +8,7 @@ CFLAGS  ?= -O2 -g
 WARN     = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow \
            -Wstrict-prototypes -Wno-error=format-truncation
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -MMD -MP
-LDLIBS   = -lglpk -ljansson -lhwloc -lm -pthread
+LDLIBS   = -lglpk -ljansson -lhwloc -lcurl -lm -pthread
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
 
@@ -39,15 +39,17 @@ FUZZ_CC  ?= clang
 FUZZ_WARN = $(WARN) -Wno-unknown-warning-option
 
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
-           libcmocka-dev
+           libcurl4-openssl-dev libcmocka-dev
 # what the tests need beyond the build: two independent solvers that
 # re-solve the --write-lp files (tests/lp/run.sh), jq and xmllint,
 # outside readers of check's JSON and compare's SVG, and the launchers the
 # plan's launcher files are tested with (tests/launch/run.sh): Open MPI,
 # and Slurm with munge, which the test starts on this host by itself, and
-# numactl, with which the entry point binds ranks
+# numactl, with which the entry point binds ranks; and Prometheus
+# (with promtool), the real server profile --prometheus is tested against
+# (tests/profile/prometheus.sh)
 TEST_DEB = coinor-cbc glpk-utils jq libxml2-utils openmpi-bin \
-           slurmctld slurmd slurm-client munge numactl
+           slurmctld slurmd slurm-client munge numactl prometheus
 
 all: $(B)/thermap
 
@@ -134,7 +136,8 @@ HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
             tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
             tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
             tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh \
-            tests/launch/run.sh tests/profile/live.sh
+            tests/launch/run.sh tests/profile/live.sh \
+            tests/profile/prometheus.sh
 
 # $(call harnesses,BIN): every harness against BIN, stopping at the first
 # that fails; a check skipped by THERMAP_SKIP is logged for check's count
