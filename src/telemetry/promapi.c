@@ -36,10 +36,8 @@ long long tl_prom_step_ms(long long w_ms)
 	long long s = 15000;
 	/* more than TL_PROM_MAX_POINTS points at 15 s: the smallest whole
 	 * second that keeps them within it */
-	if (w_ms / s + 1 > TL_PROM_MAX_POINTS) {
-		s = (w_ms + (TL_PROM_MAX_POINTS - 1) - 1) / (TL_PROM_MAX_POINTS - 1);
-		s = (s + 999) / 1000 * 1000;
-	}
+	if (w_ms / s + 1 > TL_PROM_MAX_POINTS)   /* w / s < 11,000 */
+		s = (w_ms / (TL_PROM_MAX_POINTS * 1000LL) + 1) * 1000;
 	return s;
 }
 
@@ -138,6 +136,12 @@ char *tl_prom_selector(const char *metric, const char *job,
 	sb_add(&b, "}");
 	return b.s;
 }
+
+/* A query's point at time t is the last sample at most this long before
+ * it (Prometheus's default --query.lookback-delta): the series that can
+ * give points in a window are those with samples from this long before
+ * it. */
+#define TL_PROM_LOOKBACK_MS (5 * 60 * 1000LL)
 
 /* ---- requests -------------------------------------------------------------- */
 
@@ -418,8 +422,8 @@ int tl_read_prometheus(tl_sink *k, tl_src *src, const tm_prom_query *q,
 	 * asked for, and the profile's main inputs it lacks are named */
 	match = tl_prom_selector(NULL, q->job, q->selector, q->hosts,
 	                         q->hosts ? q->nhosts : 0);
-	if ((rc = label_values(&A, "__name__", match, from, to, 4096, &names,
-	                       &nnames)))
+	if ((rc = label_values(&A, "__name__", match, from - TL_PROM_LOOKBACK_MS,
+	                       to, 4096, &names, &nnames)))
 		goto out;
 	for (int i = 0; i < TL_PROM_NMETRICS; i++)
 		for (size_t j = 0; j < nnames; j++)
@@ -463,8 +467,9 @@ int tl_read_prometheus(tl_sink *k, tl_src *src, const tm_prom_query *q,
 		hosts = q->hosts;
 		nhosts = q->nhosts;
 	} else {
-		if ((rc = label_values(&A, "Hostname", match, from, to,
-		                       TL_MAX_GPUS, &found, &nfound)))
+		if ((rc = label_values(&A, "Hostname", match,
+		                       from - TL_PROM_LOOKBACK_MS, to, TL_MAX_GPUS,
+		                       &found, &nfound)))
 			goto out;
 		for (size_t j = 0; j < nfound; j++)
 			if (!tm_valid_host(found[j])) {
