@@ -71,8 +71,9 @@ static const cli_opt rows[] = {
 	{ "--hosts", NULL, "LIST", 0, AT(hosts),
 	  "--prometheus: only these Hostname labels (h1,h2,...);\n"
 	  "each must have samples", NULL },
-	{ "--selector", NULL, "{K=\"V\",...}", 0, AT(selector),
-	  "--prometheus: more label matchers, as in PromQL", NULL },
+	{ "--selector", NULL, "SEL", 0, AT(selector),
+	  "--prometheus: more label matchers, as PromQL writes\n"
+	  "them in braces: '{cluster=\"a\",rack=~\"r1.*\"}'", NULL },
 	{ "--timeout", NULL, "SECONDS", 0, AT(timeout),
 	  "--prometheus: the longest one request may take\n"
 	  "(0.1 to 3600; default 30)", NULL },
