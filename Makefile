@@ -80,6 +80,11 @@ $(B)/fakenvml/libnvidia-ml.so.1: tests/fake_nvml.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -shared -O1 -o $@ $<
 
+# a scripted HTTP server for profile --prometheus's failures that a real
+# Prometheus does not give on demand (tests/profile/prometheus.sh)
+$(B)/fakeprom: tests/fake_prom.c | $(B)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -O1 -o $@ $<
+
 $(B)/runstat: tests/runstat.c | $(B)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
 
@@ -143,6 +148,7 @@ HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
 # that fails; a check skipped by THERMAP_SKIP is logged for check's count
 harnesses = @set -e; for h in $(HARNESSES); do \
 	THERMAP=$(1) GEN=$(B)/gen_cluster FAKENVML=$(CURDIR)/build/fakenvml \
+	FAKEPROM=$(CURDIR)/build/fakeprom \
 	THERMAP_SKIPLOG=$(CURDIR)/$(B)/skipped.log sh $$h; done
 
 # every test: the layer rule of src/, the unit tests, the harnesses; then
@@ -150,7 +156,8 @@ harnesses = @set -e; for h in $(HARNESSES); do \
 # runs: missing packages are installed (as root) or named, and a check
 # that cannot run fails unless THERMAP_SKIP names it; the last line
 # counts what was skipped that way
-check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1
+check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1 \
+       $(B)/fakeprom
 	@: >$(B)/skipped.log
 	@sh tests/layers.sh
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
@@ -163,7 +170,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so
 check-deps:
 	@sh scripts/ensure-deps.sh $(DEPS_DEB) $(TEST_DEB)
 
-check-san: $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1
+check-san: $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1 $(B)/fakeprom
 	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
 	        LDEXTRA="$(SAN)" build-san/thermap \
 	        $(TESTS:%=build-san/%)

@@ -26,18 +26,15 @@
 # server refuses (400). A metric the server lacks is a warning, and the
 # profile is still the file's. Every process started here is stopped by
 # the EXIT trap; everything is in the preamble's temporary directory.
+# What a real server does not do on demand is played first by a scripted
+# one (tests/fake_prom.c, built as build/fakeprom; FAKEPROM names it):
+# answers of 503 and 502 then 200 are tried again into the profile the
+# answers' own files give; four 429s, an answer over 64 MiB, one that is
+# not JSON, a Hostname that is no host name, a value out of range, and
+# an HTTP error with Prometheus's error JSON are each one line, exit 4.
 # THERMAP names the binary (build/thermap by default).
 . tests/lib.sh
 preamble "profile prometheus" "$@"
-
-for tool in prometheus promtool; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		skipped "prometheus" prometheus "$tool is not installed" \
-			"apt-get install prometheus"
-		finish
-		exit
-	fi
-done
 
 PID=""
 stop() {
@@ -50,6 +47,99 @@ stop() {
 }
 trap 'stop; rm -rf "$W"' EXIT
 trap 'exit 1' INT TERM
+
+# ---- a scripted server ---------------------------------------------------------
+FP=${FAKEPROM:-build/fakeprom}
+case $FP in /*) ;; *) FP=$PWD/$FP ;; esac
+[ -x "$FP" ] ||
+	{ echo "profile prometheus: $FP is not built (make check builds it)"; exit 1; }
+F=$W/fake
+mkdir "$F"
+printf '{"status":"success","data":["DCGM_FI_DEV_GPU_TEMP","DCGM_FI_DEV_POWER_USAGE","up"]}' >"$F/names.json"
+printf '{"status":"success","data":["f1"]}' >"$F/hosts.json"
+printf '{"status":"success","data":["f1","bad host"]}' >"$F/badhosts.json"
+series() {  # metric v1 v2 v3
+	printf '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"%s","gpu":"0","UUID":"GPU-0000000f-0000-4000-8000-000000000000","Hostname":"f1"},"values":[[1795263328,"%s"],[1795263343,"%s"],[1795263358,"%s"]]}]}}' "$@"
+}
+series DCGM_FI_DEV_GPU_TEMP 40 41 42 >"$F/temp.json"
+series DCGM_FI_DEV_POWER_USAGE 300 310 320 >"$F/power.json"
+series DCGM_FI_DEV_GPU_TEMP 40 999 42 >"$F/hot.json"
+printf '<html>busy</html>' >"$F/html.txt"
+printf '{"status":"error","errorType":"execution","error":"query timed out in expression evaluation"}' >"$F/err.json"
+fake() {  # name exit args... (the script on standard input)
+	name=$1 code=$2
+	shift 2
+	cat >"$F/script"
+	rm -f "$F/port" "$W/f.json"
+	(cd "$F" && exec "$FP" port script) &
+	PID=$!
+	i=0
+	while [ $i -lt 100 ] && [ ! -s "$F/port" ]; do sleep 0.05; i=$((i + 1)); done
+	FU=http://127.0.0.1:$(cat "$F/port")
+	expect "$code" "$name" "$T" profile --prometheus "$FU" \
+		--from 2026-11-21T12:15:28Z --to 2026-11-21T12:15:58Z "$@" -o "$W/f.json"
+	stop
+}
+# 503 and 502 are tried again, and the answers make the profile their
+# files make
+fake retried 0 <<END
+label/__name__ 503 @0
+label/__name__ 503 @0
+label/__name__ 200 names.json
+label/Hostname 200 hosts.json
+query=DCGM_FI_DEV_GPU_TEMP%7B 502 @0
+query=DCGM_FI_DEV_GPU_TEMP%7B 200 temp.json
+query=DCGM_FI_DEV_POWER_USAGE%7B 200 power.json
+END
+"$T" profile "$F/temp.json" "$F/power.json" -o "$W/fake.json" >/dev/null 2>&1
+if cmp -s "$W/f.json" "$W/fake.json"; then ok
+else bad "retried: the profile differs from the answers' own: $(cat "$W/retried.err")"; fi
+has retried "$W/retried.err" "thermap: warning: $FU: no series of DCGM_FI_DEV_POWER_MGMT_LIMIT, DCGM_FI_DEV_SM_CLOCK, DCGM_FI_DEV_MAX_SM_CLOCK, DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_CLOCKS_EVENT_REASONS from"
+fakefails() {  # name text args... (the script on standard input)
+	name=$1 text=$2
+	shift 2
+	fake "$name" 4 "$@"
+	one_line "$name" "$(printf '%s' "$text" | sed "s|URL|$FU|")"
+	if [ -e "$W/f.json" ]; then bad "$name: a file was written"; else ok; fi
+}
+fakefails exhausted "thermap: error: URL/api/v1/label/__name__/values: HTTP status 429; expected 200 (tried 4 times)" <<END
+label/__name__ 429 @0
+label/__name__ 429 @0
+label/__name__ 429 @0
+label/__name__ 429 @0
+label/__name__ 200 names.json
+END
+fakefails huge "thermap: error: URL/api/v1/label/__name__/values: the answer is over 64 MiB; expected less" <<END
+label/__name__ 200 @70000000
+END
+fakefails not-json "thermap: error: URL/api/v1/label/__name__/values: not JSON (" <<END
+label/__name__ 200 html.txt
+END
+fakefails bad-host "thermap: error: URL/api/v1/label/Hostname/values: data[1]: \"bad host\" is not a usable host name" <<END
+label/__name__ 200 names.json
+label/Hostname 200 badhosts.json
+END
+fakefails out-of-range "thermap: error: URL/api/v1/query_range query 3 of 4 (DCGM_FI_DEV_GPU_TEMP, host f1, 2026-11-21T12:15:28.000Z to 2026-11-21T12:15:58.000Z): data.result[0].values[1][1]: temperature 999 °C is out of range; expected -50 to 200 °C" <<END
+label/__name__ 200 names.json
+label/Hostname 200 hosts.json
+query=DCGM_FI_DEV_GPU_TEMP%7B 200 hot.json
+query=DCGM_FI_DEV_POWER_USAGE%7B 200 power.json
+END
+fakefails server-error "thermap: error: URL/api/v1/query_range query 3 of 4 (DCGM_FI_DEV_GPU_TEMP, host f1, 2026-11-21T12:15:28.000Z to 2026-11-21T12:15:58.000Z): HTTP status 422 (execution: query timed out in expression evaluation)" <<END
+label/__name__ 200 names.json
+label/Hostname 200 hosts.json
+query=DCGM_FI_DEV_GPU_TEMP%7B 422 err.json
+END
+
+# ---- a real Prometheus ----------------------------------------------------------
+for tool in prometheus promtool; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		skipped "prometheus" prometheus "$tool is not installed" \
+			"apt-get install prometheus"
+		finish
+		exit
+	fi
+done
 
 # ---- the series ------------------------------------------------------------
 T0=1795263328000        # 2026-11-21T12:15:28Z, the recording's own start
