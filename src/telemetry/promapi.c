@@ -362,7 +362,7 @@ int tl_read_prometheus(tl_sink *k, tl_src *src, const tm_prom_query *q,
 	size_t nnames = 0, nfound = 0;
 	const char *const *hosts;
 	int nhosts, present[TL_PROM_NMETRICS], npresent = 0, rc;
-	bool have_group[7] = { false };
+	bool have_group[TL_PROM_NGROUPS] = { false };
 	const char *knob = tm_knob(TM_KNOB_PROM_POINTS);
 
 	if (knob) {
@@ -428,9 +428,11 @@ int tl_read_prometheus(tl_sink *k, tl_src *src, const tm_prom_query *q,
 	for (int i = 0; i < TL_PROM_NMETRICS; i++)
 		for (size_t j = 0; j < nnames; j++)
 			if (!strcmp(names[j], tl_prom_metric(i))) {
+				/* once, however often a server repeats it */
 				present[npresent++] = i;
 				if (tl_prom_metric_group(i) >= 0)
 					have_group[tl_prom_metric_group(i)] = true;
+				break;
 			}
 	if (npresent == 0) {
 		char m[300];

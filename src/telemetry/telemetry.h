@@ -151,6 +151,7 @@ int tl_qrange_flush(tl_sink *k, tm_error *err);
  * metrics stand for the same input (the aliases, the two power limits):
  * metrics of one group share its number. */
 #define TL_PROM_NMETRICS 13
+#define TL_PROM_NGROUPS 7     /* the main inputs: groups 0 to 6 */
 const char *tl_prom_metric(int i);
 int tl_prom_metric_group(int i);   /* -1: optional */
 /* Reads a Prometheus API answer whose data is a list of strings (label

@@ -95,6 +95,19 @@ END
 if cmp -s "$W/f.json" "$W/fake.json"; then ok
 else bad "retried: the profile differs from the answers' own: $(cat "$W/retried.err")"; fi
 has retried "$W/retried.err" "thermap: warning: $FU: no series of DCGM_FI_DEV_POWER_MGMT_LIMIT, DCGM_FI_DEV_SM_CLOCK, DCGM_FI_DEV_MAX_SM_CLOCK, DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_CLOCKS_EVENT_REASONS from"
+# a server that repeats a name asks for no more than one query of it
+awk 'BEGIN { printf "{\"status\":\"success\",\"data\":["
+	for (i = 0; i < 40; i++) printf "\"DCGM_FI_DEV_GPU_TEMP\","
+	printf "\"DCGM_FI_DEV_POWER_USAGE\"]}" }' >"$F/repeats.json"
+fake repeats 0 <<END
+label/__name__ 200 repeats.json
+label/Hostname 200 hosts.json
+query=DCGM_FI_DEV_GPU_TEMP%7B 200 temp.json
+query=DCGM_FI_DEV_POWER_USAGE%7B 200 power.json
+END
+if cmp -s "$W/f.json" "$W/fake.json"; then ok
+else bad "repeats: the profile differs from the answers' own: $(cat "$W/repeats.err")"; fi
+has repeats "$W/repeats.err" "thermap: --prometheus: 4 queries in "
 fakefails() {  # name text args... (the script on standard input)
 	name=$1 text=$2
 	shift 2
