@@ -210,10 +210,17 @@ bench: all
 	@echo "== the whole loop at 8,192 to 131,072 GPUs (docs/bench.md)"
 	@sh scripts/bench-large.sh $(B)/thermap
 
+# profile --prometheus against a real Prometheus on a synthetic fleet of
+# up to 8,192 hosts (docs/bench.md, "Profiles from Prometheus"): about
+# ten minutes on 2 cores, most of it backfilling, so not part of bench
+bench-prom: all
+	@sh scripts/bench-prom.sh $(B)/thermap
+
 clean:
 	rm -rf build build-san build-tsan build-fuzz libthermap.a demo-plan
 
 .PHONY: all check check-deps check-san check-tsan check-launchers demo bench \
+        bench-prom \
         clean libthermap.a \
         fuzz fuzz-deps fuzz-replay
 .SECONDARY:
