@@ -75,7 +75,8 @@ $(B)/gen_telemetry: tests/gen_telemetry.c | $(B)
 $(B)/gen_cluster: tests/gen_cluster.c | $(B)
 	$(CC) -std=c11 -Wall -Wextra -Werror $(CFLAGS) -o $@ $< -lm
 
-# a stand-in NVML for profile --live's tests (tests/profile/live.sh)
+# a stand-in NVML for the tests of profile --live and topo --local
+# (tests/profile/live.sh, tests/topo/local.sh)
 $(B)/fakenvml/libnvidia-ml.so.1: tests/fake_nvml.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -shared -O1 -o $@ $<
@@ -141,7 +142,7 @@ HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
             tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
             tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
             tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh \
-            tests/launch/run.sh tests/profile/live.sh \
+            tests/launch/run.sh tests/profile/live.sh tests/topo/local.sh \
             tests/profile/prometheus.sh
 
 # $(call harnesses,BIN): every harness against BIN, stopping at the first

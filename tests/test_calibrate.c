@@ -337,7 +337,7 @@ static int calibrate_files(const char *tele, const char *host,
 	o.plan = path("plan");
 	o.tele = &in;
 	o.ntele = 1;
-	o.window = (tm_tele_opts){ NAN, NAN, false, false };
+	o.window = (tm_tele_opts){ NAN, NAN, false, false, 0 };
 	return tm_calibrate(&o, res, err);
 }
 
@@ -711,7 +711,7 @@ static void test_refusals(void **state)
 		o.plan = path("plan");
 		o.tele = &in;
 		o.ntele = 1;
-		o.window = (tm_tele_opts){ 1e10, NAN, false, false };
+		o.window = (tm_tele_opts){ 1e10, NAN, false, false, 0 };
 		assert_int_equal(tm_calibrate(&o, &res, &err), TM_EINPUT);
 		assert_non_null(strstr(err.msg, "no samples of host h0 GPU 0"));
 		tm_cal_result_clear(&res);

@@ -520,7 +520,8 @@ static void test_invariant_recordings(void **state)
 	for (int w = 0; w < 2; w++) {
 		tm_tele_input in = { "fixtures/real/h200x4-vm/telemetry-identity.csv",
 		                     "vm", NULL };
-		tm_tele_opts o = { w ? 25 : NAN, w ? 115 : NAN, w == 1, w == 1 };
+		tm_tele_opts o = { w ? 25 : NAN, w ? 115 : NAN, w == 1, w == 1,
+		                   0 };
 		tm_cluster *c = NULL;
 		tm_profile *p = NULL;
 		tm_error e = { 0, "" };

@@ -575,6 +575,96 @@ static void test_cool_peak(void **state)
 	}
 }
 
+/* Moves after the rest: from a random valid placement, tm_fewer_moves
+ * either leaves it as it is or returns one that moves fewer ranks, no
+ * slower, no hotter, with no more wear and every constraint holding, and
+ * never below the moves bound at those caps. On identical hosts with
+ * stages of equal work, node ranks shuffled between hosts and ranks
+ * inside them all go back home: no move is left. */
+static void test_fewer_moves(void **state)
+{
+	int fewer = 0;
+	(void)state;
+	tt_seq.s = 0xfe3e5ull;
+	for (int it = 0; it < 300; it++) {
+		bool home = it % 3 == 0;
+		int nh = tt_int(2, 8), ng = tt_int(1, 2), nodes = tt_int(1, nh);
+		int world = nodes * ng, pp = world % 2 ? 1 : 2;
+		tm_cluster *c = tt_cluster(nh, ng, 3);
+		tm_profile *p = tt_profile(c, home);
+		tm_job *j = tt_job(world, ng, 1, pp, 1, tt_int(0, 1), false);
+		tm_policy *pol = policy(TM_METHOD_ILP);
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_eval a, b;
+		int *flat = xmalloc(sizeof(int) * (size_t)world);
+		int *was = xmalloc(sizeof(int) * (size_t)world);
+		int *hosts = xmalloc(sizeof(int) * (size_t)nh);
+		bool stopped = false, moved;
+		char why[256];
+
+		for (int st = 0; st < pp; st++) {
+			if (home || tt_int(0, 1)) {
+				j->stages[st].fwd_ms = j->stages[0].fwd_ms;
+				j->stages[st].bwd_ms = j->stages[0].bwd_ms;
+			}
+			if (home)
+				j->stages[st].act_mib = 0;
+			j->stages[st].grad_mib = home || tt_int(0, 2) ? 0 : 500;
+		}
+		for (int g = 0; home && g < p->ngpus; g++) {
+			p->gpus[g].ambient_c = 30;
+			p->gpus[g].r_c_per_w = 0.04;
+			p->gpus[g].power_idle_w = 70;
+			p->gpus[g].power_load_w = 500;
+		}
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		/* node ranks on shuffled hosts, each host's GPUs reversed */
+		for (int h = 0; h < nh; h++)
+			hosts[h] = h;
+		for (int h = nh - 1; h > 0; h--) {
+			int x = tt_int(0, h), t = hosts[h];
+			hosts[h] = hosts[x];
+			hosts[x] = t;
+		}
+		for (int r = 0; r < world; r++)
+			flat[r] = pb->host_first[hosts[r / ng]] + ng - 1 - r % ng;
+		tm_eval_flat(pb, flat, 0, &a);
+		if (!tm_constraints_ok(pb, flat, a.iteration_ms, why, sizeof why)) {
+			free(flat);
+			free(was);
+			free(hosts);
+			tt_free(pb, pol, j, p, c);
+			continue;
+		}
+		memcpy(was, flat, sizeof(int) * (size_t)world);
+		moved = tm_fewer_moves(pb, 0, flat, &stopped);
+		assert_false(stopped);
+		tm_eval_flat(pb, flat, 0, &b);
+		if (moved) {
+			fewer++;
+			assert_true(b.moves < a.moves);
+			assert_true(b.cost_ms <= a.cost_ms + 1e-9 * (1 + a.cost_ms));
+			assert_true(b.peak_ref_c <= a.peak_ref_c + 1e-9);
+			assert_true(b.wear_ref <= a.wear_ref * (1 + 1e-12) + 1e-9);
+			assert_true(tm_constraints_ok(pb, flat, b.iteration_ms, why,
+			                              sizeof why));
+			assert_true(tm_moves_lower_bound(pb, a.cost_ms,
+			                                 a.peak_ref_c) <= b.moves);
+		} else {
+			assert_memory_equal(flat, was, sizeof(int) * (size_t)world);
+		}
+		if (home)
+			assert_int_equal(b.moves, 0);
+		free(flat);
+		free(was);
+		free(hosts);
+		tt_free(pb, pol, j, p, c);
+	}
+	print_message("fewer moves: %d of 300 placements moved less\n", fewer);
+	assert_true(fewer > 100);
+}
+
 /* A spare host without the GPU positions the hot node rank uses is not a
  * place to move it to (without the check, the sanitizer build sees the
  * read past the cluster's GPUs). */
@@ -816,6 +906,7 @@ int main(void)
 		cmocka_unit_test(test_greedy_deadline),
 		cmocka_unit_test(test_replica_groups),
 		cmocka_unit_test(test_cool_peak),
+		cmocka_unit_test(test_fewer_moves),
 		cmocka_unit_test(test_cool_peak_positions),
 		cmocka_unit_test(test_infeasible_tp_nvlink),
 		cmocka_unit_test(test_too_few_hosts),

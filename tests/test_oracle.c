@@ -8,8 +8,10 @@
  * and instances with an expert-parallel all-to-all (ep > 1, a2a_mib).
  * Every criterion of the lexicographic objective must agree, and every ILP
  * answer must satisfy the constraints. The wear bound of bound.c is held to
- * GLPK's simplex on the transportation problem it relaxes to.
+ * GLPK's simplex on the transportation problem it relaxes to, and the
+ * moves bound to the fewest moves over every placement under its caps.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -26,6 +28,7 @@
 #define ALLREDUCE_CASES 120
 #define WEAR_CASES 200
 #define ALLTOALL_CASES 120
+#define MOVES_CASES 300
 
 static int bound_cases, bound_tight;  /* lower bounds met exactly */
 static bool close_to(double a, double b)
@@ -530,6 +533,169 @@ static void test_wear_bound(void **state)
 	}
 }
 
+/* Every placement torchrun can express, with its cost, its peak at its
+ * own time, its moves and whether every constraint holds. */
+typedef struct mv_enum {
+	const tm_problem *pb;
+	int *flat;
+	unsigned char *used, *hused;
+	double tcap, pcap;
+	int least;            /* fewest moves under the caps; INT_MAX: none */
+	long leaves;
+} mv_enum;
+
+static void mv_rank(mv_enum *B, int r)
+{
+	const tm_problem *pb = B->pb;
+	if (r == pb->nranks) {
+		tm_eval ev;
+		char why[256];
+		double t = tm_eval_flat(pb, B->flat, 0, &ev);
+		B->leaves++;
+		if (ev.cost_ms <= B->tcap && ev.peak_ref_c <= B->pcap &&
+		    ev.moves < B->least &&
+		    tm_constraints_ok(pb, B->flat, t, why, sizeof why))
+			B->least = ev.moves;
+		return;
+	}
+	for (int u = r % pb->nproc ? -1 : 0;
+	     u < (r % pb->nproc ? 0 : pb->nusable); u++) {
+		int h = u < 0 ? pb->gpu_host[B->flat[r - 1]] : pb->usable[u];
+		if (u >= 0) {
+			if (B->hused[h])
+				continue;
+			B->hused[h] = 1;
+		}
+		for (int g = pb->host_first[h];
+		     g < pb->host_first[h] + pb->c->nodes[h].ngpus; g++) {
+			if (B->used[g])
+				continue;
+			B->used[g] = 1;
+			B->flat[r] = g;
+			mv_rank(B, r + 1);
+			B->used[g] = 0;
+		}
+		if (u >= 0)
+			B->hused[h] = 0;
+	}
+}
+
+/* The moves bound against every placement: on random instances (one to
+ * three hosts, tp 1 or whole nodes, equal-work stages, memory needs,
+ * gradients across network groups, max_temp_c, sometimes a reference
+ * other than torchrun's) with caps from a random placement, with the
+ * policy's tolerance or none, or no cap at all, the bound never passes the
+ * fewest moves any placement under the caps makes. */
+static void test_moves_bound(void **state)
+{
+	int cases = 0, tight = 0, positive = 0;
+	(void)state;
+	tt_seq.s = 0x6d0e5b3au;
+	for (int id = 0; id < MOVES_CASES; id++) {
+		int nh = tt_int(1, 3), ng = nh == 3 ? tt_int(1, 3) : tt_int(1, 4);
+		int nproc = tt_int(1, ng), nn = tt_int(1, nh), world = nproc * nn;
+		int dv[64], nd, pp, tp = tt_int(0, 1) ? nproc : 1;
+		tm_cluster *c = tt_cluster(nh, ng, tt_int(0, 2));
+		tm_profile *p = tt_profile(c, tt_int(0, 3) == 0);
+		tm_policy *pol = NULL;
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+		tm_eval ev;
+		mv_enum B;
+		int *ref = xmalloc(sizeof(int) * (size_t)world);
+		long lb;
+
+		nd = divisors(world / tp, dv);
+		pp = dv[tt_int(0, nd - 1)];
+		j = tt_job(world, nproc, tp, pp, 1, tt_int(0, 1), false);
+		for (int st = 1; st < pp; st++)
+			if (tt_int(0, 1)) {
+				j->stages[st].fwd_ms = j->stages[0].fwd_ms;
+				j->stages[st].bwd_ms = j->stages[0].bwd_ms;
+			}
+		for (int st = 0; st < pp; st++) {
+			j->stages[st].grad_mib = tt_int(0, 2) ? 0 : tt_unif(0, 2000);
+			if (tt_int(0, 3) == 0)
+				j->stages[st].mem_gib = tt_unif(40, 90);
+		}
+		for (int h = 0; h < nh; h++) {
+			c->nodes[h].net_gb_per_s = tt_int(0, 1) ? 50 : 25;
+			c->nodes[h].net_group = xstrdup(tt_int(0, 1) ? "x" : "y");
+			for (int g = 0; g < ng; g++)
+				c->nodes[h].gpus[g].memory_gib = tt_int(0, 1) ? 80 :
+				                                 NAN;
+		}
+		c->cross_group_gb_per_s = 12.5;
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		pol->method = TM_METHOD_IDENTITY;
+		if (tt_int(0, 4) == 0)
+			pol->max_temp_c = tt_unif(50, 90);
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		memset(&B, 0, sizeof B);
+		B.pb = pb;
+		B.flat = xmalloc(sizeof(int) * (size_t)world);
+		B.used = xcalloc((size_t)pb->ngpu, 1);
+		B.hused = xcalloc((size_t)pb->nhost, 1);
+		/* a random placement: the plan whose caps are tried; sometimes
+		 * also the reference */
+		B.tcap = B.pcap = INFINITY;
+		B.least = INT_MAX;
+		for (int r = 0; r < world; r++) {
+			int h = r % nproc ? pb->gpu_host[B.flat[r - 1]] : -1;
+			while (h < 0) {
+				h = pb->usable[tt_int(0, pb->nusable - 1)];
+				if (B.hused[h])
+					h = -1;
+			}
+			B.hused[h] = 1;
+			do
+				B.flat[r] = pb->host_first[h] +
+				            tt_int(0, c->nodes[h].ngpus - 1);
+			while (B.used[B.flat[r]]);
+			B.used[B.flat[r]] = 1;
+		}
+		memcpy(ref, B.flat, sizeof(int) * (size_t)world);
+		if (tt_int(0, 3) == 0) {
+			tm_identity(pb, B.flat);  /* and the random one is ref */
+			tm_problem_set_reference(pb, ref, 0, NULL);
+			memcpy(ref, B.flat, sizeof(int) * (size_t)world);
+		}
+		memset(B.used, 0, (size_t)pb->ngpu);
+		memset(B.hused, 0, (size_t)pb->nhost);
+		tm_eval_flat(pb, ref, 0, &ev);
+		switch (tt_int(0, 3)) {
+		case 0: B.tcap = ev.cost_ms; B.pcap = ev.peak_ref_c; break;
+		case 1: B.tcap = tm_crit_bound(pb, TM_CRIT_TIME, ev.cost_ms); break;
+		case 2: B.pcap = ev.peak_ref_c; break;
+		default:
+			B.tcap = ev.cost_ms * tt_unif(0.9, 1.2);
+			B.pcap = ev.peak_ref_c + tt_unif(-3, 3);
+		}
+		mv_rank(&B, 0);
+		lb = tm_moves_lower_bound(pb, B.tcap, B.pcap);
+		if (B.least != INT_MAX) {
+			if (lb > B.least)
+				fail_msg("case %d: moves bound %ld above the fewest "
+				         "moves %d (tcap %.9g pcap %.9g)", id, lb,
+				         B.least, B.tcap, B.pcap);
+			cases++;
+			tight += lb == B.least;
+			positive += lb > 0;
+		}
+		free(ref);
+		free(B.flat);
+		free(B.used);
+		free(B.hused);
+		tt_free(pb, pol, j, p, c);
+	}
+	print_message("moves bound: %d instances with a placement under the "
+	              "caps, bound positive in %d, equal to the fewest moves "
+	              "in %d\n", cases, positive, tight);
+	assert_true(cases > MOVES_CASES / 2);
+	assert_true(positive > cases / 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -539,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_allreduce),
 		cmocka_unit_test(test_alltoall),
 		cmocka_unit_test(test_wear_bound),
+		cmocka_unit_test(test_moves_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static int run(const char *const *files, int n, const char *host,
                json_t **out, tm_error *err, char **summ)
 {
 	tm_tele_input in[8];
-	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
 	char *prof = NULL, *s = NULL;
 	int rc;
 	for (int i = 0; i < n; i++) {
@@ -781,7 +781,7 @@ static void test_training_only_plans(void **state)
 		"power-temp_nanoGPT-pr643_3ebdf094.csv";
 	tm_tele_input in = { "fixtures/real/h200x4-vm/telemetry-identity.csv",
 	                     "vm", NULL };
-	tm_tele_opts o = { 25, 115, true, true };   /* the job running */
+	tm_tele_opts o = { 25, 115, true, true, 0 };   /* the job running */
 	char *prof = NULL, *summ = NULL;
 	json_t *p, *g;
 	tm_error e;
@@ -1031,7 +1031,7 @@ static void test_baseline_same_writer(void **state)
 		"\"gpus\": [{\"host\": \"elsewhere\", \"index\": 0, "
 		"\"temp_idle_c\": 30}]}";
 	tm_tele_input in = { H200, "h200x4-a", NULL };
-	tm_tele_opts o = { 205, 290, true, true };
+	tm_tele_opts o = { 205, 290, true, true, 0 };
 	tm_error e = { 0, "" };
 	char *prof, *summ, *out;
 	int n = -1;
@@ -1204,6 +1204,119 @@ static void test_malformed(void **state)
 	free(big);
 #undef FAIL
 }
+
+/* dcgmi dmon (docs/profile.md, "dcgmi dmon"): the header's columns, then
+ * logs laid out as DeviceMonitor.cpp prints them, and what is refused. */
+#define DH "#Entity    TMPTR        POWER             PMLMT             " \
+           "EPLMT             DVCCTR                      GPUTL             \n" \
+           "ID          C            W                 W                 W" \
+           "                                                              \n"
+
+static void test_dcgmi(void **state)
+{
+	tl_dcgmi_col c[8];
+	static const char h[] = "#Entity   TMPTR        FBUSD    DVCCTR  ";
+	json_t *p, *g;
+	tm_error e;
+	char *summ;
+	const char *f;
+	(void)state;
+
+	/* the header: where each column starts, and what it fills */
+	assert_int_equal(tl_dcgmi_header(h, sizeof h - 1, c, 8), 3);
+	assert_int_equal(c[0].start, 10);
+	assert_int_equal(c[0].field, TL_TEMP);
+	assert_int_equal(c[1].start, 23);
+	assert_int_equal(c[1].field, TL_DCGMI_UNUSED);
+	assert_int_equal(c[2].field, TL_DCGMI_REASONS);
+	assert_int_equal(tl_dcgmi_header(h, sizeof h - 1, c, 2), -1);
+	assert_int_equal(tl_dcgmi_header("#Entity", 7, c, 8), 0);
+	assert_int_equal(tl_dcgmi_header("#EntityX TMPTR", 14, c, 8), -1);
+	assert_int_equal(tl_dcgmi_header("# gpu pwr", 9, c, 8), -1);
+
+	/* two passes, the second after a repeated header; a MIG instance
+	 * and a CPU core skipped; N/A and a value the row lacks (empty
+	 * cell) are no value; EPLMT wins over PMLMT, which fills in */
+	f = puts_("dcgmi-ok.log", DH
+	    "GPU 0      40           100.500           400.000           "
+	    "350.000           4                           90                \n"
+	    "GPU-I 0    N/A          N/A               N/A               "
+	    "N/A               N/A                         N/A               \n"
+	    "CPU Core 3 N/A          N/A               N/A               "
+	    "N/A               N/A                         N/A               \n"
+	    "GPU 1      N/A          120.000           400.000           "
+	    "N/A               32                          99                \n"
+	    DH
+	    "GPU 0      41           101.000           400.000           "
+	    "350.000           0                           90                \n"
+	    "GPU 1      50                             400.000           "
+	    "N/A               0                           99                \n"
+	    "\n\ndmon was stopped due to receiving a signal\n");
+	assert_int_equal(run(&f, 1, "h", &p, &e, &summ), 0);
+	g = gpu(p, 0);
+	assert_near(num(g, "samples"), 2, 0);
+	assert_near(num(g, "span_s"), 1, 0);
+	assert_near(num(g, "power_limit_w"), 350, 0);
+	g = gpu(p, 1);
+	assert_near(num(g, "samples"), 2, 0);
+	assert_near(num(g, "power_limit_w"), 400, 0);
+	assert_non_null(strstr(summ, "\"format\": \"dcgmi dmon\""));
+	assert_non_null(strstr(summ, "\"skipped\": {\"blank_value\": 3, "
+	                       "\"not_a_gpu\": 2}"));
+	assert_non_null(strstr(summ, "\"rows\": 6"));
+	json_decref(p);
+	free(summ);
+
+	/* a GPU seen again starts the next sample, header or not; the
+	 * interval stretches them */
+	{
+		tm_tele_input in = { NULL, "h", NULL };
+		tm_tele_opts o = { NAN, NAN, false, false, 250 };
+		char *prof = NULL;
+		in.file = puts_("dcgmi-pass.log", DH
+		    "GPU 0 40 100 400 N/A 0 90\nGPU 0 40 100 400 N/A 0 90\n"
+		    "GPU 0 40 100 400 N/A 0 90\n");
+		assert_int_equal(tm_profile_from_telemetry(&in, 1, &o, &prof,
+		                                           &summ, &e), 0);
+		assert_non_null(strstr(summ, "\"span_s\": 0.5\n"));
+		free(prof);
+		free(summ);
+	}
+
+#define FAIL(n, t, w) expect_fail(n, t, sizeof t - 1, w)
+	FAIL("dcgmi-cut.log", DH "GPU 0      40           100.500",
+	     "%s:3: expected 6 fields, found 2");
+	FAIL("dcgmi-more.log", DH "GPU 0 40 100 400 350 0 90 7\n",
+	     "%s:3: expected 6 fields, found 7, not in the header's columns");
+	FAIL("dcgmi-word.log", DH "GPU 0 hot 100 400 350 0 90\n",
+	     "%s:3: field 1 (TMPTR): expected a number or N/A, found \"hot\"");
+	FAIL("dcgmi-mask.log", DH "GPU 0 40 100 400 350 -4 90\n",
+	     "%s:3: field 5 (DVCCTR): expected a bitmask, an integer from 0, "
+	     "found \"-4\"");
+	FAIL("dcgmi-gpu.log", DH "GPU 65536 40 100 400 350 0 90\n",
+	     "%s:3: gpu: expected an index from 0 to 65535, found \"65536\"");
+	FAIL("dcgmi-gpu2.log", DH "GPU x1 40 100 400 350 0 90\n",
+	     "%s:3: gpu: expected an index from 0 to 65535, found \"x1\"");
+	FAIL("dcgmi-range.log", DH "GPU 0 400 100 400 350 0 90\n",
+	     "%s:3: temperature 400 °C is out of range; expected -50 to 200 °C");
+	FAIL("dcgmi-junk.log", DH "Error: Host engine connection invalid\n",
+	     "%s:3: expected a dcgmi dmon row such as \"GPU 0 ...\", found "
+	     "\"Error: Host engine c\"");
+	FAIL("dcgmi-none.log", "#Entity   FBUSD   XIDER\nGPU 0 1 2\n",
+	     "%s:1: dcgmi dmon header without a field thermap reads; log "
+	     "them with dcgmi dmon -e 150,155,160,100,110,112,203");
+	FAIL("dcgmi-hdr.log", DH "#Entry TMPTR\n",
+	     "%s:3: expected a \"#Entity ...\" header of at most 128 fields");
+	FAIL("dcgmi-hdronly.log", DH, "%s: no GPU samples to profile");
+	FAIL("dcgmi-nul.log", DH "GPU 0 4\0 100 400 350 0 90\n",
+	     "%s:3: NUL byte: binary data, not a text telemetry log");
+	/* a header that changes mid-file names the columns from there on */
+	FAIL("dcgmi-change.log", DH "GPU 0 40 100 400 350 0 90\n"
+	     "#Entity   POWER\nGPU 0 40 100\n",
+	     "%s:5: expected 1 fields, found 2, not in the header's columns");
+#undef FAIL
+}
+#undef DH
 
 /* One row of one column of a log: the value is read (rc 0) or refused
  * with the message of want_fmt. */
@@ -1421,7 +1534,7 @@ static void test_threads_same_result(void **state)
 	char *seq_p = NULL, *seq_s = NULL, *par_p = NULL, *par_s = NULL;
 	char f[512], msg_seq[sizeof ((tm_error *)0)->msg];
 	tm_tele_input in = { NULL, "h200x4-a", NULL };
-	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
 	tm_error e = { 0, "" };
 	(void)state;
 	snprintf(f, sizeof f, "%s", replay("replay.csv", 0));
@@ -1524,7 +1637,7 @@ static void *read_often(void *arg)
 	reading *r = arg;
 	tm_tele_input in[2] = { { r->files[0], NULL, NULL },
 	                        { r->files[1], NULL, NULL } };
-	tm_tele_opts o = { NAN, NAN, false, false };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
 	for (int i = 0; i < 30 && !r->rc; i++) {
 		tm_error e;
 		char *summ = NULL;
@@ -1601,12 +1714,12 @@ static void same_windows(const tm_tele_input *in, int n,
 static void test_recording_windows(void **state)
 {
 	static const tm_tele_opts w[] = {
-		{ NAN, NAN, false, false },
-		{ 0, 60 - 1e-6, true, true }, { 60, 120 - 1e-6, true, true },
-		{ 240, 300 - 1e-6, true, true }, { 205, 290, true, true },
-		{ 1000, 2000, true, true },           /* after the end: none */
-		{ 100, NAN, true, false }, { NAN, 30, false, true },
-		{ 1795263420, NAN, false, false },    /* absolute: 12:17:00 */
+		{ NAN, NAN, false, false, 0 },
+		{ 0, 60 - 1e-6, true, true, 0 }, { 60, 120 - 1e-6, true, true, 0 },
+		{ 240, 300 - 1e-6, true, true, 0 }, { 205, 290, true, true, 0 },
+		{ 1000, 2000, true, true, 0 },        /* after the end: none */
+		{ 100, NAN, true, false, 0 }, { NAN, 30, false, true, 0 },
+		{ 1795263420, NAN, false, false, 0 }, /* absolute: 12:17:00 */
 	};
 	tm_tele_input h200[2] = { { H200, "h200x4-a", NULL },
 	                          { H200, "other", NULL } };
@@ -1668,6 +1781,7 @@ int main(void)
 		cmocka_unit_test(test_baseline_same_writer),
 		cmocka_unit_test(test_writer_keeps_values),
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_dcgmi),
 		cmocka_unit_test(test_value_ranges),
 		cmocka_unit_test(test_derate_beyond_range),
 		cmocka_unit_test(test_blocking_and_gpu_cap),

@@ -51,7 +51,7 @@ static void tap(void *ctx, int gpu, const tl_sample *s)
 
 static void run_init(run *x)
 {
-	tl_opts o = { NAN, NAN, false, false };
+	tl_opts o = { NAN, NAN, false, false, 0 };
 	memset(x, 0, sizeof *x);
 	x->k = tl_sink_new(&o);
 	tl_sink_tap(x->k, tap, x);

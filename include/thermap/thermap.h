@@ -233,6 +233,9 @@ typedef struct tm_tele_input {
 typedef struct tm_tele_opts {
 	double from, to;        /* time window, NAN = open */
 	bool from_rel, to_rel;  /* seconds after each file's first time */
+	int interval_ms;        /* dcgmi dmon logs, which carry no time:
+	                           milliseconds between their samples (their
+	                           -d); 0 = 1000, dcgmi's default */
 } tm_tele_opts;
 
 int tm_profile_from_telemetry(const tm_tele_input *in, int n,
@@ -471,6 +474,10 @@ typedef struct tm_solution {
 	                        at the plan's iteration time; NAN otherwise */
 	double wear_bound;   /* the same for wear, with wear among the
 	                        criteria; NAN otherwise */
+	double moves_bound;  /* greedy+bound: a proven lower bound on the
+	                        ranks moved by any placement as good as the
+	                        plan in the criteria before moves; NAN
+	                        otherwise */
 } tm_solution;
 
 int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err);

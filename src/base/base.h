@@ -2,7 +2,8 @@
  * base.h — what every layer of libthermap uses: memory that never fails,
  * the error and warning sinks, text for people, reading files within a
  * bound, safe writes, growable strings, the small validators of host
- * names, UUIDs and PCI bus ids, a deterministic JSON writer and SHA-256.
+ * names, UUIDs and PCI bus ids, a deterministic JSON writer, SHA-256,
+ * and NVIDIA's NVML loaded at run time.
  *
  * Layer: the lowest. Includes nothing of thermap's but the public header;
  * no jansson, no GLPK (tests/layers.sh holds every folder to its layer).
@@ -61,13 +62,14 @@ void tm_sort(void *base, size_t n, size_t size, tm_cmp_fn cmp, void *ctx);
  * THERMAP_THREADS, the CSV reader's threads; THERMAP_DIRECT_ONLY and
  * THERMAP_DIRECT_MAX, to measure the direct integer program (make bench,
  * tests/scale); THERMAP_TEST_STOP_AT, a test stopping the plan writer at a
- * step (tests/replan, tests/cli/writes.sh); THERMAP_PROM_POINTS, the
- * points one query of profile --prometheus is sized for (tests cut the
- * window into many chunks and batches with it). tm_knob: the value, or NULL
- * when unset or empty. */
+ * step (tests/replan, tests/cli/writes.sh); THERMAP_NO_NVML, NVML left
+ * unloaded (topo --local then asks nvidia-smi, as where there is no
+ * NVML); THERMAP_PROM_POINTS, the points one query of profile
+ * --prometheus is sized for (tests cut the window into many chunks and
+ * batches with it). tm_knob: the value, or NULL when unset or empty. */
 enum tm_knob {
 	TM_KNOB_THREADS, TM_KNOB_DIRECT_ONLY, TM_KNOB_DIRECT_MAX,
-	TM_KNOB_TEST_STOP_AT, TM_KNOB_PROM_POINTS, TM_NKNOBS
+	TM_KNOB_TEST_STOP_AT, TM_KNOB_NO_NVML, TM_KNOB_PROM_POINTS, TM_NKNOBS
 };
 const char *tm_knob(enum tm_knob k);
 /* Milliseconds on the monotonic clock, for time limits and the solver
@@ -170,5 +172,44 @@ void tm_sha256_update(tm_sha256 *c, const void *data, size_t n);
 void tm_sha256_final(tm_sha256 *c, unsigned char out[32]);
 /* one-shot: writes 64 lowercase hex digits and a NUL into hex[65] */
 void tm_sha256_hex(const void *data, size_t n, char hex[65]);
+
+
+/* nvml.c: NVML (libnvidia-ml.so.1) loaded at run time, for profile --live
+ * and topo --local. tm_nvml_open loads it and looks up the functions
+ * every user needs (TM_EINPUT with "WHO cannot load NVML ...: dlerror"
+ * or "WHO NVML (libnvidia-ml.so.1) has no FUNCTION"; nothing is left
+ * open then); tm_nvml_sym looks up any other by name (or by its older
+ * name), NULL when absent; tm_nvml_missing closes N and fails naming
+ * one that a user cannot do without; tm_nvml_start calls nvmlInit
+ * (TM_EINPUT "WHO NVML does not start: REASON", N closed);
+ * tm_nvml_close shuts NVML down when started and unloads it (a closed
+ * or zeroed N: nothing). NVML calls return 0 on success, else an
+ * nvmlReturn_t that tm_nvml_strerror names. Types and constants are
+ * those of NVIDIA's public nvml.h (nvml.c says which). */
+typedef void *tm_nvml_dev;    /* nvmlDevice_t */
+/* nvmlPciInfo_t, as nvmlDeviceGetPciInfo_v2/_v3 and
+ * nvmlDeviceGetNvLinkRemotePciInfo_v2 fill it */
+typedef struct tm_nvml_pci {
+	char bus_legacy[16];      /* busIdLegacy: "DDDD:BB:DD.F" */
+	unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+	char bus_id[32];          /* busId: "DDDDDDDD:BB:DD.F" */
+} tm_nvml_pci;
+#define TM_NVML_NVLINK_MAX_LINKS 18   /* NVML_NVLINK_MAX_LINKS */
+typedef struct tm_nvml {
+	void *lib;                          /* dlopen handle, NULL: closed */
+	bool started;                       /* nvmlInit succeeded */
+	int (*init)(void);                  /* nvmlInit_v2 */
+	int (*shutdown)(void);              /* nvmlShutdown */
+	const char *(*error_string)(int);   /* nvmlErrorString, or NULL */
+	int (*count)(unsigned int *);       /* nvmlDeviceGetCount_v2 */
+	int (*handle)(unsigned int, tm_nvml_dev *); /* ...GetHandleByIndex_v2 */
+} tm_nvml;
+int tm_nvml_open(tm_nvml *N, const char *who, tm_error *err);
+void *tm_nvml_sym(const tm_nvml *N, const char *name, const char *older);
+int tm_nvml_missing(tm_nvml *N, const char *who, const char *what,
+                    tm_error *err);
+int tm_nvml_start(tm_nvml *N, const char *who, tm_error *err);
+const char *tm_nvml_strerror(const tm_nvml *N, int rc);
+void tm_nvml_close(tm_nvml *N);
 
 #endif

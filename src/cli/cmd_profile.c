@@ -49,8 +49,10 @@ static const cli_opt rows[] = {
 	  "(1 to 86400) instead of reading files; the samples\n"
 	  "are kept as nvidia-smi CSV (--samples)", NULL },
 	{ "--interval", NULL, "MS", 0, AT(interval),
-	  "--live: milliseconds between samples (10 to 60000;\n"
-	  "default 500)", NULL },
+	  "milliseconds between samples: --live takes one every\n"
+	  "MS (10 to 60000; default 500); dcgmi dmon logs, which\n"
+	  "carry no times, were logged every MS, their -d (1 to\n"
+	  "3600000; default 1000)", NULL },
 	{ "--samples", NULL, "FILE", 0, AT(samples),
 	  "--live: write the samples here (atomically); default\n"
 	  "the profile's name with .samples.csv, or\n"
@@ -90,7 +92,7 @@ static int run(int argc, char **argv);
 const cli_cmd cli_profile = {
 	"profile", "telemetry logs -> per-GPU thermal profile",
 	"thermap profile [--host NAME] [--fields LIST] FILE... [-o FILE]\n"
-	"[--from T] [--to T] [--baseline PROFILE]\n"
+	"[--from T] [--to T] [--interval MS] [--baseline PROFILE]\n"
 	"[--json-summary] [--quiet]\n"
 	"thermap profile --live SECONDS [--interval MS] [--samples FILE]\n"
 	"[--host NAME] [-o FILE] [--baseline PROFILE] [--quiet]\n"
@@ -99,10 +101,10 @@ const cli_cmd cli_profile = {
 	"[--timeout SECONDS] [--host NAME] [-o FILE] [--baseline PROFILE]\n"
 	"[--json-summary] [--quiet]",
 	"Reads telemetry and writes a thermap.profile/1 document: nvidia-smi\n"
-	"--query-gpu CSV logs, nvidia-smi dmon logs, dcgm-exporter Prometheus\n"
-	"scrapes and Prometheus query_range JSON (found from each file's content),\n"
-	"or, with --live, this machine's GPUs sampled through NVML, or, with\n"
-	"--prometheus, the DCGM series of a Prometheus server.\n",
+	"--query-gpu CSV logs, nvidia-smi dmon and dcgmi dmon logs, dcgm-exporter\n"
+	"Prometheus scrapes and Prometheus query_range JSON (found from each\n"
+	"file's content), or, with --live, this machine's GPUs sampled through\n"
+	"NVML, or, with --prometheus, the DCGM series of a Prometheus server.\n",
 	rows, NULL, run,
 };
 
@@ -124,17 +126,26 @@ static int read_baseline(const char *file, char **text, tm_error *err)
 
 /* --live, --interval and --samples, and the files they exclude: the
  * seconds, the interval and the samples' file name (allocated) into the
- * last three. */
+ * last three. Without --live, --interval is that of dcgmi dmon logs, into
+ * w. */
 static int live_args(const profile_args *a, double *s, int *ms,
-                     char **samples)
+                     char **samples, tm_tele_opts *w)
 {
 	char *end;
 	*s = 0;
 	*ms = 500;
 	if (!a->live) {
-		if (a->interval || a->samples)
-			return cli_usage(&cli_profile, "%s", "--interval and "
-			                 "--samples go with --live");
+		if (a->samples)
+			return cli_usage(&cli_profile, "%s", "--samples goes "
+			                 "with --live");
+		if (a->interval) {
+			long v = strtol(a->interval, &end, 10);
+			if (end == a->interval || *end || v < 1 || v > 3600000)
+				return cli_usage(&cli_profile, "--interval %s: "
+				                 "expected milliseconds from 1 to "
+				                 "3600000", a->interval);
+			w->interval_ms = (int)v;
+		}
 		if (a->tele.n == 0)
 			return cli_usage(&cli_profile, "%s", "profile needs at "
 			                 "least one telemetry FILE, or --live SECONDS, or "
@@ -186,9 +197,11 @@ static int prom_args(const profile_args *a, const tm_tele_opts *w,
 			                 "--prometheus");
 		return 0;
 	}
-	if (a->tele.n > 0 || a->live || a->tele.fields)
+	if (a->tele.n > 0 || a->live || a->tele.fields || a->interval ||
+	    a->samples)
 		return cli_usage(&cli_profile, "%s", "--prometheus reads a server; "
-		                 "it takes no telemetry FILE, --fields or --live");
+		                 "it takes no telemetry FILE, --fields, --interval "
+		                 "or --live");
 	*q = (tm_prom_query){ 0 };
 	q->url = a->prom;
 	q->host = a->tele.host;
@@ -292,7 +305,8 @@ static int run(int argc, char **argv)
 	}
 	if ((rc = prom_args(&a, &w, &q, &hosts, &hbuf, &sel)))
 		goto out;
-	if (!a.prom && (rc = live_args(&a, &live_s, &interval_ms, &samples)))
+	if (!a.prom && (rc = live_args(&a, &live_s, &interval_ms, &samples,
+	                               &w)))
 		goto out;
 	if (a.live) {
 		char name[256] = "";

@@ -324,7 +324,7 @@ int cli_window(const cli_cmd *c, const char *from, const char *to,
                tm_tele_opts *w)
 {
 	int rc = 0;
-	*w = (tm_tele_opts){ NAN, NAN, false, false };
+	*w = (tm_tele_opts){ NAN, NAN, false, false, 0 };
 	if ((from && (rc = when(c, "--from", from, &w->from, &w->from_rel))) ||
 	    (to && (rc = when(c, "--to", to, &w->to, &w->to_rel))))
 		return rc;

@@ -514,3 +514,164 @@ double tm_wear_lower_bound(const tm_problem *pb, double t_ref,
 	/* a hair below, for the rounding of the sums */
 	return best > 0 ? best * (1 - 1e-12) : 0;
 }
+
+/* ---- moves -----------------------------------------------------------------
+ * The fewest ranks off their reference GPU (pb->ref_gpu) of any placement
+ * that takes at most tcap ms (its cost_ms) and runs no GPU above pcap °C at
+ * its own iteration time, at the least. A rank r of pipeline rank s and
+ * replica d on GPU g
+ *  - puts g in its stage instance, which then takes at least
+ *    work_s·derate_g plus its all-to-all's least; replica d takes the fill,
+ *    its fewest hops and (m − 1/v) times its slowest instance, so at least
+ *    fill + work_s·(derate_g − dmin)/v + hops_d
+ *        + (m − 1/v)·(work_s·derate_g + a2a_s),
+ *    and the iteration that much plus the all-reduce's least (the terms of
+ *    tm_time_lower_bound with this instance as the pace);
+ *  - keeps g busy at least m·work_s·derate_g / tcap of an iteration no
+ *    longer than tcap, so g is at least as hot as that (or as fully busy,
+ *    should a profile's slope be negative);
+ *  - needs g's memory.
+ * A rank may sit on g only when none of these passes its cap. A rank whose
+ * reference GPU it may not sit on moves. And a node rank runs on one host:
+ * when its ranks cannot all sit on GPUs of their reference host (no
+ * matching of ranks to GPUs they may sit on), the node rank leaves that
+ * host and every one of its ranks moves. Last, a replica's time depends on
+ * its own ranks' GPUs alone (without an all-to-all, which ties it to its
+ * expert group): when the reference placement already makes it slower than
+ * tcap less the all-reduce's least, some rank of it moves, and when every
+ * node rank is one stage instance (nmember = nproc) on a host of nproc
+ * GPUs, changing the replica takes one of its node ranks off its host
+ * (inside the host, its ranks can only trade GPUs of one instance, which
+ * changes no time), nproc ranks. A replica counts
+ * this way only when none of its ranks is counted already, so that the
+ * counts add up over disjoint sets of ranks. */
+
+typedef struct mv_ctx {
+	const tm_problem *pb;
+	double tcap, pcap, fill, dmin, ar, *hops, *xlb;
+} mv_ctx;
+
+static bool may_sit(const mv_ctx *X, int r, int g)
+{
+	const tm_problem *pb = X->pb;
+	int s = pb->rank_stage[r];
+	double v = pb->job->vpp, m = pb->job->microbatches, w = pb->work[s];
+	double t, busy, temp, slack = 1e-9;
+
+	if (!tm_fits(pb, r, g))
+		return false;
+	t = X->fill + w * (pb->derate[g] - X->dmin) / v + X->hops[pb->rank_rep[r]] +
+	    (m - 1 / v) * (w * pb->derate[g] + X->xlb[s]) + X->ar;
+	if (t > X->tcap + slack * (1 + X->tcap))
+		return false;
+	busy = isfinite(X->tcap) && X->tcap > 0 ? m * w * pb->derate[g] / X->tcap :
+	       0;
+	if (busy > 1)
+		busy = 1;
+	temp = fmin(tm_gpu_temp(pb, g, busy), tm_gpu_temp(pb, g, 1));
+	return !(temp > X->pcap + slack * (1 + fabs(X->pcap)));
+}
+
+/* Kuhn's augmenting path for rank i of a node's k ranks over the host's
+ * ng GPUs (ok: k × ng may-sit table; owner: GPU → rank index or -1). */
+static bool augment(const unsigned char *ok, int ng, int i, int *owner,
+                    unsigned char *seen)
+{
+	for (int j = 0; j < ng; j++) {
+		if (!ok[i * ng + j] || seen[j])
+			continue;
+		seen[j] = 1;
+		if (owner[j] < 0 || augment(ok, ng, owner[j], owner, seen)) {
+			owner[j] = i;
+			return true;
+		}
+	}
+	return false;
+}
+
+long tm_moves_lower_bound(const tm_problem *pb, double tcap, double pcap)
+{
+	int *gpus, ng = usable_gpus(pb, &gpus), k = pb->nproc, most = 0;
+	double v = pb->job->vpp;
+	long lb = 0;
+	mv_ctx X = { pb, tcap, pcap, 0, INFINITY, 0, NULL, NULL };
+	unsigned char *ok, *seen, *forced;
+	int *owner;
+
+	if (isfinite(pb->pol->max_temp_c))
+		X.pcap = fmin(X.pcap, pb->pol->max_temp_c);
+	for (int i = 0; i < ng; i++)
+		X.dmin = fmin(X.dmin, pb->derate[gpus[i]]);
+	free(gpus);
+	if (ng == 0)
+		return pb->nranks;
+	X.xlb = xmalloc(sizeof(double) * (size_t)pb->npp);
+	alltoall_lower(pb, X.xlb);
+	for (int s = 0; s < pb->npp; s++)
+		X.fill += (pb->work[s] * X.dmin + X.xlb[s]) / v;
+	X.hops = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	tm_replica_hops_lower(pb, X.hops);
+	X.ar = allreduce_lower_bound(pb);
+	for (int h = 0; h < pb->nhost; h++)
+		if (pb->c->nodes[h].ngpus > most)
+			most = pb->c->nodes[h].ngpus;
+	forced = xcalloc((size_t)pb->nranks, 1);
+	ok = xmalloc((size_t)k * (size_t)(most ? most : 1));
+	seen = xmalloc((size_t)(most ? most : 1));
+	owner = xmalloc(sizeof(int) * (size_t)(most ? most : 1));
+	for (int n = 0; n < pb->nnodes; n++) {
+		const int *ref = &pb->ref_gpu[n * k];
+		int h = ref[0] >= 0 && ref[0] < pb->ngpu ? pb->gpu_host[ref[0]] : -1;
+		int first, hg, placed = 0;
+		for (int i = 0; i < k && h >= 0; i++)
+			if (ref[i] < 0 || ref[i] >= pb->ngpu ||
+			    pb->gpu_host[ref[i]] != h)
+				h = -1;
+		if (h < 0) {  /* no single reference host: rank by rank */
+			for (int i = 0; i < k; i++)
+				forced[n * k + i] = ref[i] < 0 ||
+				                    ref[i] >= pb->ngpu ||
+				                    !may_sit(&X, n * k + i, ref[i]);
+			continue;
+		}
+		first = pb->host_first[h];
+		hg = pb->c->nodes[h].ngpus;
+		for (int i = 0; i < k; i++)
+			for (int j = 0; j < hg; j++)
+				ok[i * hg + j] = may_sit(&X, n * k + i, first + j);
+		for (int j = 0; j < hg; j++)
+			owner[j] = -1;
+		for (int i = 0; i < k; i++) {
+			memset(seen, 0, (size_t)hg);
+			placed += augment(ok, hg, i, owner, seen);
+		}
+		for (int i = 0; i < k; i++)
+			forced[n * k + i] = placed < k ||
+			                    !ok[i * hg + ref[i] - first];
+	}
+	for (int r = 0; r < pb->nranks; r++)
+		lb += forced[r];
+	if (pb->nep < 2 && pb->nranks > 0 && isfinite(tcap)) {
+		unsigned char *hit = xcalloc((size_t)pb->nrep, 1);
+		bool valid = true, whole = pb->nmember == k;
+		for (int u = 0; u < pb->nusable && whole; u++)
+			whole = pb->c->nodes[pb->usable[u]].ngpus == k;
+		for (int r = 0; r < pb->nranks; r++) {
+			hit[pb->rank_rep[r]] |= forced[r];
+			valid = valid && pb->ref_gpu[r] >= 0 &&
+			        pb->ref_gpu[r] < pb->ngpu;
+		}
+		for (int d = 0; d < pb->nrep && valid; d++)
+			if (!hit[d] && tm_rep_ms(pb, pb->ref_gpu, d) + X.ar >
+			               tcap + 1e-9 * (1 + tcap))
+				lb += whole ? k : 1;
+		free(hit);
+	}
+	free(forced);
+	free(ok);
+	free(seen);
+	free(owner);
+	free(X.xlb);
+	free(X.hops);
+	return lb;
+}

@@ -234,6 +234,10 @@ double tm_peak_lower_bound(const tm_problem *pb, double t_ref);
  * stops rising or deadline_ms, when > 0, passes): a proven lower bound. */
 double tm_wear_lower_bound(const tm_problem *pb, double t_ref,
                            double deadline_ms);
+/* The fewest ranks off their reference GPU of any placement whose cost
+ * is at most tcap ms and whose GPUs stay at most pcap °C at its own
+ * iteration time (INFINITY: no cap): a proven lower bound. */
+long tm_moves_lower_bound(const tm_problem *pb, double tcap, double pcap);
 /* The speeds host h offers to instances of size GPUs: each instance is as
  * slow as its slowest GPU, so with the host's derates sorted, every
  * size-th one. Writes them to out (at most ngpus / size); returns how

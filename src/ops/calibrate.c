@@ -299,7 +299,7 @@ static int read_tele(const tm_cal_opts *o, tele *T, tl_sink **sink,
                      tm_error *err)
 {
 	tl_opts to = { o->window.from, o->window.to, o->window.from_rel,
-	               o->window.to_rel };
+	               o->window.to_rel, o->window.interval_ms / 1000.0 };
 	tl_sink *k = tl_sink_new(&to);
 	tl_src *srcs = xcalloc((size_t)o->ntele, sizeof *srcs);
 	int rc;

@@ -341,7 +341,8 @@ static void hand_solution(const tm_problem *pb, const int *flat, int lb,
 {
 	int *id = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	memset(sol, 0, sizeof *sol);
-	sol->peak_bound = sol->wear_bound = NAN; /* none proven for a repair */
+	/* none proven for a repair */
+	sol->peak_bound = sol->wear_bound = sol->moves_bound = NAN;
 	tm_identity(pb, id);
 	tm_eval_flat(pb, id, 0, &sol->baseline);
 	sol->baseline_ok = true;

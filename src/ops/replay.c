@@ -64,7 +64,7 @@ int tm_windows_read(const tm_cluster *c, const tm_tele_input *in, int nin,
 	why = xcalloc((size_t)nw, sizeof *why);
 	for (int k = 0; k < nw; k++) {
 		tm_tele_opts wo = { k * window, (k + 1) * window - 1e-6, true,
-		                    true };
+		                    true, 0 };
 		tm_error e = { 0, "" };
 		char name[96];
 		snprintf(name, sizeof name, "window %d (%g–%g s)", k, k * window,

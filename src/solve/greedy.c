@@ -666,6 +666,348 @@ bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
 	return better;
 }
 
+/* ---- fewer moves at the same time and heat -------------------------------
+ * Moves come last in every policy, and past the direct program nothing
+ * searches them: greedy fills hosts in its own order, which moves nearly
+ * every rank off torchrun's GPU. Two node ranks whose ranks, place by
+ * place, have the same member position, the same work (forward and
+ * backward), memory and all-to-all load each leave the other's GPUs with
+ * exactly the load they had, so every GPU's busy fraction, temperature and
+ * wear at a fixed iteration time stay as they are. Exchanging them only
+ * changes which replicas and rings run where. So each node rank off its
+ * reference host takes that host from the node rank on it when the two
+ * are alike in this way, every touched replica stays within the slowest
+ * one, some replica keeps the slowest time, and no ring edge of the
+ * all-reduce at the slowest edge's time is touched: the iteration time
+ * is then unchanged, and with it every temperature. A node rank whose
+ * reference host nothing runs on goes back to it when, besides, none of
+ * its ranks runs hotter there. Then, on their reference host, ranks alike
+ * in load take their reference GPUs among the GPUs such ranks have, under
+ * the same rule for time. The whole result is kept
+ * only when the model finds time, peak and wear no worse, fewer moves, and
+ * every constraint holding. */
+
+/* The slowest all-reduce ring edge that touches node rank n's ranks. */
+static double ring_edges(const tm_problem *pb, const int *flat, int n)
+{
+	double x = 0;
+	int dp = pb->nrep;
+	if (dp < 2)
+		return 0;
+	for (int i = 0; i < pb->nproc; i++) {
+		int r = n * pb->nproc + i, s = pb->rank_stage[r];
+		int d = pb->rank_rep[r], q = pb->rank_member[r];
+		double grad = tm_grad_mib(pb, s);
+		int prev, next;
+		if (!(grad > 0))
+			continue;
+		prev = pb->inst_rank[(((d + dp - 1) % dp) * pb->npp + s) *
+		                     pb->nmember + q];
+		next = pb->inst_rank[(((d + 1) % dp) * pb->npp + s) *
+		                     pb->nmember + q];
+		x = fmax(x, tm_ring_edge_ms(pb, grad, flat[prev], flat[r]));
+		x = fmax(x, tm_ring_edge_ms(pb, grad, flat[r], flat[next]));
+	}
+	return x;
+}
+
+/* Exchanges node ranks n and m if that keeps the iteration time as it is
+ * (repms: each replica's time, rmax the largest and *at how many replicas
+ * have it; ar the all-reduce, whose slowest edges are left alone; new:
+ * room for the touched replicas' times); returns whether it did. */
+static bool exchange_alike(const tm_problem *pb, int *flat, int n, int m,
+                           double *repms, double rmax, int *at, double ar,
+                           int *reps, double *nt)
+{
+	int k = node_reps(pb, n, m, reps), left = *at;
+	bool ok = ar <= 0 || (ring_edges(pb, flat, n) < ar &&
+	                      ring_edges(pb, flat, m) < ar);
+	if (!ok)
+		return false;
+	swap_nodes(pb, flat, n, m);
+	for (int q = 0; q < k && ok; q++) {
+		nt[q] = tm_rep_ms(pb, flat, reps[q]);
+		ok = nt[q] <= rmax;
+		left += (nt[q] == rmax) - (repms[reps[q]] == rmax);
+	}
+	/* some replica still at the largest time: the iteration holds */
+	ok = ok && left > 0;
+	if (ok && ar > 0)
+		ok = ring_edges(pb, flat, n) <= ar && ring_edges(pb, flat, m) <= ar;
+	if (!ok) {
+		swap_nodes(pb, flat, n, m);
+		return false;
+	}
+	for (int q = 0; q < k; q++)
+		repms[reps[q]] = nt[q];
+	*at = left;
+	return true;
+}
+
+/* Moves node rank n to the free host h, each rank to the GPU at the
+ * position it has now, if that keeps the iteration time as it is (as for
+ * exchange_alike) and no rank runs hotter at that time t (so neither the
+ * peak nor the wear rises); returns whether it did. keep: room for nproc. */
+static bool move_cooler(const tm_problem *pb, int *flat, int n, int h,
+                        double t, double *repms, double rmax, int *at,
+                        double ar, int *reps, double *nt, int *keep)
+{
+	int k = node_reps(pb, n, n, reps), left = *at;
+	bool ok = positions_fit(pb, flat, n, h) &&
+	          (ar <= 0 || ring_edges(pb, flat, n) < ar);
+	if (!ok)
+		return false;
+	memcpy(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
+	move_node(pb, flat, n, h);
+	for (int i = 0; i < pb->nproc && ok; i++) {
+		int r = n * pb->nproc + i;
+		ok = tm_fits(pb, r, flat[r]) &&
+		     tm_rank_temp(pb, r, flat[r], t) <=
+		     tm_rank_temp(pb, r, keep[i], t);
+	}
+	for (int q = 0; q < k && ok; q++) {
+		nt[q] = tm_rep_ms(pb, flat, reps[q]);
+		ok = nt[q] <= rmax;
+		left += (nt[q] == rmax) - (repms[reps[q]] == rmax);
+	}
+	ok = ok && left > 0 && (ar <= 0 || ring_edges(pb, flat, n) <= ar);
+	if (!ok) {
+		memcpy(&flat[n * pb->nproc], keep,
+		       sizeof(int) * (size_t)pb->nproc);
+		return false;
+	}
+	for (int q = 0; q < k; q++)
+		repms[reps[q]] = nt[q];
+	*at = left;
+	return true;
+}
+
+/* Node rank n's reference host, or -1 when its reference GPUs are not all
+ * on one host. */
+static int ref_host(const tm_problem *pb, int n)
+{
+	const int *ref = &pb->ref_gpu[n * pb->nproc];
+	int h = ref[0] >= 0 && ref[0] < pb->ngpu ? pb->gpu_host[ref[0]] : -1;
+	for (int i = 1; i < pb->nproc && h >= 0; i++)
+		if (ref[i] < 0 || ref[i] >= pb->ngpu || pb->gpu_host[ref[i]] != h)
+			h = -1;
+	return h;
+}
+
+/* Do ranks a and b carry the same load: member position, work (forward
+ * and backward), memory and all-to-all, and with experts the same
+ * instance? */
+static bool rank_alike(const tm_problem *pb, int a, int b)
+{
+	int s = pb->rank_stage[a], t = pb->rank_stage[b];
+	double ma = pb->mem_need[s], mb = pb->mem_need[t];
+	if (pb->nep > 1)
+		return s == t && pb->rank_rep[a] == pb->rank_rep[b];
+	return pb->rank_member[a] == pb->rank_member[b] &&
+	       pb->fwd[s] == pb->fwd[t] && pb->bwd[s] == pb->bwd[t] &&
+	       pb->work[s] == pb->work[t] && pb->a2a[s] == pb->a2a[t] &&
+	       isnan(ma) == isnan(mb) && (isnan(ma) || ma == mb);
+}
+
+/* Node ranks alike place by place; with experts, which tie replicas,
+ * only node ranks of the same kind. */
+static bool same_load(const tm_problem *pb, int n1, int n2)
+{
+	if (pb->nep > 1)
+		return same_kind(pb, n1, n2);
+	for (int i = 0; i < pb->nproc; i++)
+		if (!rank_alike(pb, n1 * pb->nproc + i, n2 * pb->nproc + i))
+			return false;
+	return true;
+}
+
+/* May ranks a and b of one node rank trade GPUs? Members of one stage
+ * instance may (its time is its slowest GPU's, whichever member has it);
+ * with one rank per instance, ranks alike in load may. */
+static bool may_trade(const tm_problem *pb, int a, int b)
+{
+	if (pb->nmember > 1)
+		return pb->rank_stage[a] == pb->rank_stage[b] &&
+		       pb->rank_rep[a] == pb->rank_rep[b];
+	return rank_alike(pb, a, b);
+}
+
+/* On its reference host, node rank n's ranks that may trade GPUs
+ * (may_trade) take their reference GPUs among those they have together;
+ * the others take the remaining ones in the order they had them. Every
+ * GPU keeps the load it had. tmp: room for 2·nproc. */
+static void alike_order(const tm_problem *pb, int *flat, int n, int *tmp)
+{
+	int k = pb->nproc, base = n * k, *f = &flat[base], *to = &tmp[k];
+	const int *ref = &pb->ref_gpu[base];
+	for (int i = 0; i < k; i++) {
+		int nt = 0, next = 0;
+		bool first = true;
+		for (int j = 0; j < i && first; j++)  /* once per load */
+			first = !may_trade(pb, base + j, base + i);
+		if (!first)
+			continue;
+		/* each rank's reference GPU when ranks of its load have it */
+		for (int j = i; j < k; j++) {
+			to[j] = -1;
+			if (!may_trade(pb, base + j, base + i))
+				continue;
+			for (int l = i; l < k; l++)
+				if (may_trade(pb, base + l, base + i) &&
+				    f[l] == ref[j])
+					to[j] = ref[j];
+		}
+		/* their GPUs no rank takes back, in order */
+		for (int j = i; j < k; j++) {
+			bool taken = false;
+			if (!may_trade(pb, base + j, base + i))
+				continue;
+			for (int l = i; l < k && !taken; l++)
+				taken = may_trade(pb, base + l, base + i) &&
+				        to[l] == f[j];
+			if (!taken)
+				tmp[nt++] = f[j];
+		}
+		for (int j = i; j < k; j++)
+			if (may_trade(pb, base + j, base + i) && to[j] < 0)
+				to[j] = tmp[next++];
+		for (int j = i; j < k; j++)
+			if (may_trade(pb, base + j, base + i))
+				f[j] = to[j];
+	}
+}
+
+/* alike_order for node rank n if that keeps the iteration time as it is
+ * (as for exchange_alike); returns whether it changed anything. */
+static bool reorder_alike(const tm_problem *pb, int *flat, int n,
+                          double *repms, double rmax, int *at, double ar,
+                          int *reps, double *nt, int *keep, int *tmp)
+{
+	int k = node_reps(pb, n, n, reps), left = *at;
+	bool ok = ar <= 0 || ring_edges(pb, flat, n) < ar;
+	if (!ok)
+		return false;
+	memcpy(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
+	alike_order(pb, flat, n, tmp);
+	if (!memcmp(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc))
+		return false;
+	for (int q = 0; q < k && ok; q++) {
+		nt[q] = tm_rep_ms(pb, flat, reps[q]);
+		ok = nt[q] <= rmax;
+		left += (nt[q] == rmax) - (repms[reps[q]] == rmax);
+	}
+	ok = ok && left > 0 && (ar <= 0 || ring_edges(pb, flat, n) <= ar);
+	if (!ok) {
+		memcpy(&flat[n * pb->nproc], keep,
+		       sizeof(int) * (size_t)pb->nproc);
+		return false;
+	}
+	for (int q = 0; q < k; q++)
+		repms[reps[q]] = nt[q];
+	*at = left;
+	return true;
+}
+
+/* Keeps flat when it moves fewer ranks than e0 with time, peak and wear no
+ * worse and every constraint holding; else restores before. */
+static bool keep_fewer(const tm_problem *pb, int *flat, const int *before,
+                       const tm_eval *e0)
+{
+	tm_eval e1;
+	char why[256];
+	double t = tm_eval_flat(pb, flat, 0, &e1);
+	bool ok = e1.moves < e0->moves &&
+	          e1.cost_ms <= e0->cost_ms + 1e-9 * (1 + e0->cost_ms) &&
+	          e1.peak_ref_c <= e0->peak_ref_c + 1e-9 &&
+	          e1.wear_ref <= e0->wear_ref * (1 + 1e-12) + 1e-9 &&
+	          tm_constraints_ok(pb, flat, t, why, sizeof why);
+	if (!ok)
+		memcpy(flat, before, sizeof(int) * (size_t)pb->nranks);
+	return ok;
+}
+
+bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
+                    bool *stopped)
+{
+	int nn = pb->nnodes, k = pb->nproc, *host_node, *reps, *before, *tmp;
+	int at_max, *keep;
+	double *repms, rmax, ar, *nt;
+	tm_eval e0;
+	bool moves = false, kept = false;
+
+	for (int c = 0; c < pb->ncrit; c++)
+		moves = moves || pb->crit[c] == TM_CRIT_MOVES;
+	if (!moves || nn < 1)
+		return false;
+	tm_eval_flat(pb, flat, 0, &e0);
+	if (e0.moves == 0)
+		return false;
+	before = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	memcpy(before, flat, sizeof(int) * (size_t)pb->nranks);
+	host_node = xmalloc(sizeof(int) * (size_t)pb->nhost);
+	repms = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	reps = xmalloc(sizeof(int) * 2 * (size_t)k * (size_t)pb->nep);
+	nt = xmalloc(sizeof(double) * 2 * (size_t)k * (size_t)pb->nep);
+	keep = xmalloc(sizeof(int) * (size_t)k);
+	tmp = xmalloc(sizeof(int) * 2 * (size_t)k);
+	ar = tm_allreduce_ms(pb, flat);
+	/* the hosts and then the GPUs inside them; failing that, the GPUs
+	 * inside the hosts alone */
+	for (int pass = 0; pass < 2 && !kept; pass++) {
+		rmax = -INFINITY;
+		at_max = 0;
+		for (int d = 0; d < pb->nrep; d++)
+			rmax = fmax(rmax, repms[d] = tm_rep_ms(pb, flat, d));
+		for (int d = 0; d < pb->nrep; d++)
+			at_max += repms[d] == rmax;
+		for (int h = 0; h < pb->nhost; h++)
+			host_node[h] = -1;
+		for (int n = 0; n < nn; n++)
+			host_node[pb->gpu_host[flat[n * k]]] = n;
+		for (int n = 0; n < nn && !pass; n++) {
+			int h = ref_host(pb, n), at = pb->gpu_host[flat[n * k]], m;
+			if ((n & 255) == 0 && deadline_ms > 0 &&
+			    tm_now_ms() > deadline_ms) {
+				*stopped = true;
+				break;
+			}
+			if (h < 0 || h == at)
+				continue;
+			if ((m = host_node[h]) < 0) {
+				/* a host nothing runs on: there if no rank is
+				 * hotter */
+				if (!move_cooler(pb, flat, n, h, e0.iteration_ms,
+				                 repms, rmax, &at_max, ar, reps, nt,
+				                 keep))
+					continue;
+				host_node[h] = n;
+				host_node[at] = -1;
+				continue;
+			}
+			if (!same_load(pb, n, m) ||
+			    !exchange_alike(pb, flat, n, m, repms, rmax, &at_max,
+			                    ar, reps, nt))
+				continue;
+			host_node[h] = n;
+			host_node[at] = m;
+		}
+		for (int n = 0; n < nn; n++)
+			if (ref_host(pb, n) == pb->gpu_host[flat[n * k]])
+				reorder_alike(pb, flat, n, repms, rmax, &at_max, ar,
+				              reps, nt, keep, tmp);
+		kept = memcmp(before, flat, sizeof(int) * (size_t)pb->nranks) &&
+		       keep_fewer(pb, flat, before, &e0);
+	}
+	free(tmp);
+	free(before);
+	free(host_node);
+	free(repms);
+	free(reps);
+	free(nt);
+	free(keep);
+	return kept;
+}
+
 /* ---- network groups in the greedy host order ----------------------------
  * Between hosts of one net_group the network may be faster than across
  * groups. When it is, and node ranks talk over it (pipeline hops between

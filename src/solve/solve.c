@@ -72,6 +72,20 @@ static void weigh_hint(const tm_problem *pb, int *flat)
 		memcpy(flat, pb->hint, sizeof(int) * (size_t)pb->nranks);
 }
 
+/* The fewest moves of any placement at least as good as ev in the
+ * criteria before the k-th (moves): no slower, no hotter, each within the
+ * policy's tolerance; wear is dropped, which only lowers the bound. */
+static double moves_bound(const tm_problem *pb, int k, const tm_eval *ev)
+{
+	double tcap = INFINITY, pcap = INFINITY;
+	for (int j = 0; j < k; j++)
+		if (pb->crit[j] == TM_CRIT_TIME)
+			tcap = tm_crit_bound(pb, TM_CRIT_TIME, ev->cost_ms);
+		else if (pb->crit[j] == TM_CRIT_PEAK)
+			pcap = tm_crit_bound(pb, TM_CRIT_PEAK, ev->peak_ref_c);
+	return (double)tm_moves_lower_bound(pb, tcap, pcap);
+}
+
 /* The ilp method on a cluster too large for the direct program: the
  * greedy placement (with replica balancing), its gap proven against the
  * lower bounds of bound.c. Temperatures are those at the placement's own
@@ -109,6 +123,8 @@ static void bounded_heuristic(const tm_problem *pb, const int *flat,
 			sol->wear_bound = fmin(tm_wear_lower_bound(pb,
 			                       ev.iteration_ms, deadline_ms),
 			                       ev.wear);
+		else if (pb->crit[k] == TM_CRIT_MOVES)
+			sol->moves_bound = fmin(moves_bound(pb, k, &ev), ev.moves);
 	if (pb->crit[0] == TM_CRIT_WEAR) {
 		sol->bound = sol->wear_bound;
 		sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
@@ -129,7 +145,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 	int rc = 0;
 
 	memset(sol, 0, sizeof *sol);
-	sol->peak_bound = sol->wear_bound = NAN;
+	sol->peak_bound = sol->wear_bound = sol->moves_bound = NAN;
 	for (int k = 0; k < TM_MAX_CRIT; k++)
 		sol->gaps[k] = NAN;
 	tm_identity(pb, flat);
@@ -187,6 +203,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 			break;
 		if (warm && !tm_ilp_direct(pb)) {
 			tm_cool_peak(pb, deadline, warm, &sol->stopped);
+			tm_fewer_moves(pb, deadline, warm, &sol->stopped);
 			bounded_heuristic(pb, warm, deadline, sol);
 			memcpy(flat, warm, sizeof(int) * (size_t)pb->nranks);
 			break;
@@ -237,6 +254,11 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 			sol->gaps[k] = sol->ev.wear > 0 ?
 			               (sol->ev.wear - sol->wear_bound) /
 			               sol->ev.wear : 0;
+		else if (pb->crit[k] == TM_CRIT_MOVES &&
+		         !isnan(sol->moves_bound))
+			sol->gaps[k] = sol->ev.moves > 0 ?
+			               (sol->ev.moves - sol->moves_bound) /
+			               sol->ev.moves : 0;
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);
 out:

@@ -38,6 +38,14 @@ int tm_solve_greedy(const tm_problem *pb, double deadline_ms, int *flat,
  * deadline ended it. */
 bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
                   bool *stopped);
+/* Moves come last: node ranks alike in load take back their reference
+ * hosts from each other, and instances their reference GPUs, where the
+ * iteration time and every temperature stay as they are (greedy.c, "fewer
+ * moves at the same time and heat"). flat changes only when the model finds
+ * time, peak and wear no worse with fewer moves and every constraint
+ * holds. Returns whether it changed; *stopped when the deadline ended it. */
+bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
+                    bool *stopped);
 void tm_solve_coolest(const tm_problem *pb, int *flat);
 
 /* brute.c: every placement; t_ref gets the best iteration time and

@@ -7,8 +7,8 @@
  * temperature limit (nvidia-smi's T.Limit),
  * and writes the samples in the layout of nvidia-smi --query-gpu CSV, so
  * the same reader profiles them and they can be kept and profiled again.
+ * Loading NVML and starting it are base/nvml.c's.
  */
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,27 +17,18 @@
 
 #include "telemetry/telemetry.h"
 
-typedef void *nvml_dev;
+typedef tm_nvml_dev nvml_dev;
 typedef struct { unsigned int gpu, memory; } nvml_util;
 /* nvmlMarginTemperature_v1_t: the margin nvidia-smi shows as T.Limit */
 typedef struct { unsigned int version; int margin; } nvml_margin;
 #define NVML_MARGIN_V1 ((unsigned int)(sizeof(nvml_margin) | 1u << 24))
-typedef struct {
-	char bus_legacy[16];
-	unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
-	char bus_id[32];
-} nvml_pci;
 
-/* The NVML functions used, each looked up by name. */
+/* The NVML functions sampled, each looked up by name (the library, its
+ * start and the GPU handles are base/nvml.c's). */
 typedef struct nvml {
-	void *lib;
-	int (*init)(void);
-	int (*shutdown)(void);
-	const char *(*error_string)(int);
-	int (*count)(unsigned int *);
-	int (*handle)(unsigned int, nvml_dev *);
+	tm_nvml L;
 	int (*uuid)(nvml_dev, char *, unsigned int);
-	int (*pci)(nvml_dev, nvml_pci *);
+	int (*pci)(nvml_dev, tm_nvml_pci *);
 	int (*index)(nvml_dev, unsigned int *);
 	int (*temp)(nvml_dev, int, unsigned int *);
 	int (*margin)(nvml_dev, nvml_margin *);
@@ -52,58 +43,44 @@ typedef struct nvml {
 #define NVML_CLOCK_SM 1
 #define NVML_TEMPERATURE_GPU 0
 
-static void *sym(nvml *N, const char *a, const char *b)
-{
-	void *p = dlsym(N->lib, a);
-	return p || !b ? p : dlsym(N->lib, b);
-}
-
 static int load(nvml *N, tm_error *err)
 {
 	const char *what = NULL;
+	tm_nvml *L = &N->L;
+	int rc;
 	memset(N, 0, sizeof *N);
-	if (!(N->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)))
-		return tm_fail(err, TM_EINPUT, "--live: cannot load NVML "
-		               "(libnvidia-ml.so.1): %s", dlerror());
-	*(void **)&N->init = sym(N, "nvmlInit_v2", "nvmlInit");
-	*(void **)&N->shutdown = sym(N, "nvmlShutdown", NULL);
-	*(void **)&N->error_string = sym(N, "nvmlErrorString", NULL);
-	*(void **)&N->count = sym(N, "nvmlDeviceGetCount_v2",
-	                          "nvmlDeviceGetCount");
-	*(void **)&N->handle = sym(N, "nvmlDeviceGetHandleByIndex_v2",
-	                           "nvmlDeviceGetHandleByIndex");
-	*(void **)&N->uuid = sym(N, "nvmlDeviceGetUUID", NULL);
-	*(void **)&N->pci = sym(N, "nvmlDeviceGetPciInfo_v3",
-	                        "nvmlDeviceGetPciInfo_v2");
-	*(void **)&N->index = sym(N, "nvmlDeviceGetIndex", NULL);
-	*(void **)&N->temp = sym(N, "nvmlDeviceGetTemperature", NULL);
-	*(void **)&N->margin = sym(N, "nvmlDeviceGetMarginTemperature", NULL);
-	*(void **)&N->power = sym(N, "nvmlDeviceGetPowerUsage", NULL);
-	*(void **)&N->limit = sym(N, "nvmlDeviceGetEnforcedPowerLimit", NULL);
-	*(void **)&N->clock = sym(N, "nvmlDeviceGetClockInfo", NULL);
-	*(void **)&N->max_clock = sym(N, "nvmlDeviceGetMaxClockInfo", NULL);
-	*(void **)&N->util = sym(N, "nvmlDeviceGetUtilizationRates", NULL);
-	*(void **)&N->reasons = sym(N, "nvmlDeviceGetCurrentClocksEventReasons",
-	                            "nvmlDeviceGetCurrentClocksThrottleReasons");
-	if (!N->init) what = "nvmlInit";
-	else if (!N->shutdown) what = "nvmlShutdown";
-	else if (!N->count) what = "nvmlDeviceGetCount";
-	else if (!N->handle) what = "nvmlDeviceGetHandleByIndex";
-	else if (!N->uuid) what = "nvmlDeviceGetUUID";
+	if ((rc = tm_nvml_open(L, "--live: ", err)))
+		return rc;
+	*(void **)&N->uuid = tm_nvml_sym(L, "nvmlDeviceGetUUID", NULL);
+	*(void **)&N->pci = tm_nvml_sym(L, "nvmlDeviceGetPciInfo_v3",
+	                                "nvmlDeviceGetPciInfo_v2");
+	*(void **)&N->index = tm_nvml_sym(L, "nvmlDeviceGetIndex", NULL);
+	*(void **)&N->temp = tm_nvml_sym(L, "nvmlDeviceGetTemperature", NULL);
+	*(void **)&N->margin = tm_nvml_sym(L, "nvmlDeviceGetMarginTemperature",
+	                                   NULL);
+	*(void **)&N->power = tm_nvml_sym(L, "nvmlDeviceGetPowerUsage", NULL);
+	*(void **)&N->limit = tm_nvml_sym(L, "nvmlDeviceGetEnforcedPowerLimit",
+	                                  NULL);
+	*(void **)&N->clock = tm_nvml_sym(L, "nvmlDeviceGetClockInfo", NULL);
+	*(void **)&N->max_clock = tm_nvml_sym(L, "nvmlDeviceGetMaxClockInfo",
+	                                      NULL);
+	*(void **)&N->util = tm_nvml_sym(L, "nvmlDeviceGetUtilizationRates",
+	                                 NULL);
+	*(void **)&N->reasons = tm_nvml_sym(L,
+		"nvmlDeviceGetCurrentClocksEventReasons",
+		"nvmlDeviceGetCurrentClocksThrottleReasons");
+	if (!N->uuid) what = "nvmlDeviceGetUUID";
 	else if (!N->temp) what = "nvmlDeviceGetTemperature";
 	else if (!N->power) what = "nvmlDeviceGetPowerUsage";
 	else if (!N->clock) what = "nvmlDeviceGetClockInfo";
-	if (what) {
-		dlclose(N->lib);
-		return tm_fail(err, TM_EINPUT, "--live: NVML (libnvidia-ml.so.1) "
-		               "has no %s", what);
-	}
+	if (what)
+		return tm_nvml_missing(L, "--live: ", what, err);
 	return 0;
 }
 
 static const char *nvml_err(const nvml *N, int rc)
 {
-	return N->error_string ? N->error_string(rc) : "error";
+	return tm_nvml_strerror(&N->L, rc);
 }
 
 /* One value, or an empty field when NVML does not give it. */
@@ -130,13 +107,9 @@ int tm_nvml_record(const char *path, double seconds, int interval_ms,
 
 	if ((rc = load(&N, err)))
 		return rc;
-	if ((e = N.init()) != 0) {
-		rc = tm_fail(err, TM_EINPUT, "--live: NVML does not start: %s",
-		             nvml_err(&N, e));
-		dlclose(N.lib);
+	if ((rc = tm_nvml_start(&N.L, "--live: ", err)))
 		return rc;
-	}
-	if ((e = N.count(&n)) != 0 || n == 0) {
+	if ((e = N.L.count(&n)) != 0 || n == 0) {
 		rc = tm_fail(err, TM_EINPUT, "--live: NVML finds no GPU%s%s",
 		             e ? ": " : "", e ? nvml_err(&N, e) : "");
 		goto out;
@@ -148,8 +121,8 @@ int tm_nvml_record(const char *path, double seconds, int interval_ms,
 	maxclk = xcalloc(n, sizeof *maxclk);
 	has_max = xcalloc(n, sizeof *has_max);
 	for (unsigned int i = 0; i < n && !rc; i++) {
-		nvml_pci p;
-		if ((e = N.handle(i, &dev[i])) != 0 ||
+		tm_nvml_pci p;
+		if ((e = N.L.handle(i, &dev[i])) != 0 ||
 		    (e = N.uuid(dev[i], uuid[i], sizeof uuid[i])) != 0) {
 			rc = tm_fail(err, TM_EINPUT, "--live: NVML GPU %u: %s", i,
 			             nvml_err(&N, e));
@@ -233,8 +206,7 @@ int tm_nvml_record(const char *path, double seconds, int interval_ms,
 	rc = tm_write_file_atomic(path, b.s, b.len, err);
 	sb_free(&b);
 out:
-	N.shutdown();
-	dlclose(N.lib);
+	tm_nvml_close(&N.L);
 	free(dev);
 	free(uuid);
 	free(bus);

@@ -2,7 +2,7 @@
  * read.c — the top of the telemetry side: the entry points and the
  * dispatcher. tl_read_file finds a file's format from its first bytes
  * (a byte order mark, JSON, Prometheus text, an nvidia_gpu_exporter
- * capture, dmon, else CSV) and hands it to its reader; tl_read_inputs
+ * capture, dcgmi dmon, nvidia-smi dmon, else CSV) and hands it to its reader; tl_read_inputs
  * reads the inputs of one run into a sink; tm_profile_from_telemetry
  * makes the profile and the summary of what was read; a recording
  * (compare --replay) is read once and profiled window by window.
@@ -112,6 +112,8 @@ binary:
 	}
 	if (starts(p, n, "####") && tl_contains(p, n, "nvidia_gpu_exporter")) {
 		rc = tl_read_capture(src, &L);
+	} else if (starts(p, n, "#Entity")) {
+		rc = tl_read_dcgmi(src, &L);
 	} else if (starts(p, n, "#Date") || starts(p, n, "# gpu") ||
 	           starts(p, n, "#gpu") || starts(p, n, "# Date")) {
 		rc = tl_read_dmon(src, &L);
@@ -223,7 +225,8 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
                               const tm_tele_opts *o, char **profile,
                               char **summ, tm_error *err)
 {
-	tl_opts to = { o->from, o->to, o->from_rel, o->to_rel };
+	tl_opts to = { o->from, o->to, o->from_rel, o->to_rel,
+	               o->interval_ms / 1000.0 };
 	tl_sink *k = tl_sink_new(&to);
 	tl_src *srcs = xcalloc((size_t)(n ? n : 1), sizeof *srcs);
 	tm_profile *p = NULL;
@@ -249,7 +252,7 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 int tm_profile_from_prometheus(const tm_prom_query *q, char **profile,
                                char **summ, tm_error *err)
 {
-	tl_opts open = { NAN, NAN, false, false };
+	tl_opts open = { NAN, NAN, false, false, 0 };
 	tl_sink *k = tl_sink_new(&open);
 	tl_src src = { 0 };
 	tm_profile *p = NULL;
@@ -298,7 +301,7 @@ struct tl_recording {
 int tl_recording_read(const tm_tele_input *in, int n, tl_recording **out,
                       tm_error *err)
 {
-	tl_opts whole = { NAN, NAN, false, false };
+	tl_opts whole = { NAN, NAN, false, false, 0 };
 	tl_recording *r = xcalloc(1, sizeof *r);
 	int rc;
 
@@ -345,12 +348,12 @@ double tl_recording_span(const tl_recording *r)
 int tl_recording_profile(const tl_recording *r, const tm_tele_opts *o,
                          tm_profile **out, tm_error *err)
 {
-	tl_opts to = { NAN, NAN, false, false };
+	tl_opts to = { NAN, NAN, false, false, 0 };
 	tl_sink *k;
 	int rc;
 
 	if (o)
-		to = (tl_opts){ o->from, o->to, o->from_rel, o->to_rel };
+		to = (tl_opts){ o->from, o->to, o->from_rel, o->to_rel, 0 };
 	k = tl_sink_new(&to);
 	tl_sink_replay(k, r->k);
 	rc = profile_of(k, r->in, r->n, out, err);

@@ -26,6 +26,7 @@ const char *const tl_skip_names[TL_NSKIP] = {
 	[TL_SKIP_NO_TIME] = "no_time_for_window",
 	[TL_SKIP_UNUSED] = "unused_metric",
 	[TL_SKIP_BLANK] = "blank_value",
+	[TL_SKIP_ENTITY] = "not_a_gpu",
 };
 
 /* ---- values --------------------------------------------------------------- */
@@ -146,6 +147,11 @@ tl_sink *tl_sink_new(const tl_opts *o)
 	k->hcap = 64;
 	k->h = xcalloc(k->hcap, sizeof *k->h);
 	return k;
+}
+
+double tl_sink_interval(const tl_sink *k)
+{
+	return k->o.interval_s > 0 ? k->o.interval_s : 1.0;
 }
 
 void tl_sink_free(tl_sink *k)

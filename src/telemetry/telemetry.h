@@ -134,6 +134,7 @@ typedef struct tl_lines tl_lines;
  * src->err set. */
 int tl_read_csv(tl_src *src, tl_lines *L);     /* nvidia-smi --query-gpu */
 int tl_read_dmon(tl_src *src, tl_lines *L);    /* nvidia-smi dmon */
+int tl_read_dcgmi(tl_src *src, tl_lines *L);   /* dcgmi dmon */
 int tl_read_capture(tl_src *src, tl_lines *L); /* nvidia_gpu_exporter */
 int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
 /* Prometheus query_range JSON: the whole file is read (it is bounded by
@@ -144,6 +145,26 @@ int tl_read_prom(tl_src *src, tl_lines *L);    /* Prometheus text */
  * tl_qrange_flush() returns. Points never flushed go with the sink. */
 int tl_read_qrange(tl_src *src, const char *text, size_t len);
 int tl_qrange_flush(tl_sink *k, tm_error *err);
+
+/* The columns of a dcgmi dmon "#Entity ..." header: where each starts on
+ * the line (rows pad their values to the same places), its short name,
+ * and the field it fills (enum tl_field, or one of these). */
+enum {
+	TL_DCGMI_UNUSED = -1,     /* a field thermap does not read */
+	TL_DCGMI_REASONS = -2,    /* DVCCTR: the clock event reasons bitmask */
+	TL_DCGMI_MGMT_LIMIT = -3  /* PMLMT: the power limit, unless EPLMT */
+};
+typedef struct tl_dcgmi_col {
+	size_t start;             /* byte offset on the header line */
+	const char *name;         /* borrowed from the line, nlen bytes */
+	size_t nlen;
+	int field;
+} tl_dcgmi_col;
+#define TL_DCGMI_MAX_COLS 128     /* DCGM's fields per field group */
+/* Reads line[0..len) as a header into cols: the number of columns (0 or
+ * more), or -1 when it is no "#Entity" header or names more than max. */
+int tl_dcgmi_header(const char *line, size_t len, tl_dcgmi_col *cols,
+                    int max);
 
 /* The DCGM metrics the readers know (prom.c's table, deprecated names
  * included): name i of TL_PROM_NMETRICS, and whether a metric gives one
@@ -217,6 +238,7 @@ enum tl_skip {
 	TL_SKIP_NO_TIME,   /* --from/--to given but the row has no time */
 	TL_SKIP_UNUSED,    /* a metric thermap does not read (Prometheus) */
 	TL_SKIP_BLANK,     /* a DCGM blank sentinel or NaN: no value */
+	TL_SKIP_ENTITY,    /* a dcgmi dmon row of another entity than a GPU */
 	TL_NSKIP
 };
 extern const char *const tl_skip_names[TL_NSKIP];
@@ -236,9 +258,13 @@ int tl_check_time(double t, char *msg, size_t cap);
 typedef struct tl_opts {
 	double from, to;      /* time window; NAN = open */
 	bool from_rel, to_rel;/* seconds after the first time of each file */
+	double interval_s;    /* dcgmi dmon logs, which carry no time: seconds
+	                         between their samples (their -d); 0 = 1 s */
 } tl_opts;
 
 tl_sink *tl_sink_new(const tl_opts *o);
+/* Seconds between the samples of a dcgmi dmon log read into k. */
+double tl_sink_interval(const tl_sink *k);
 void tl_sink_free(tl_sink *k);
 /* fn sees every sample tl_push accepts, after the window (calibrate's
  * in-job statistics; tests). */

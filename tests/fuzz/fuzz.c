@@ -77,7 +77,7 @@ static const char FIELDS[] = "timestamp,index,uuid,pci.bus_id,name,"
 
 void fuzz_telemetry(const char *kind, const uint8_t *data, size_t size)
 {
-	tl_opts o = { NAN, NAN, false, false };
+	tl_opts o = { NAN, NAN, false, false, 0 };
 	tl_sink *k = tl_sink_new(&o);
 	tl_src src;
 	tl_lines L;
@@ -104,7 +104,11 @@ void fuzz_telemetry(const char *kind, const uint8_t *data, size_t size)
 	} else {
 		tl_lines_openb(&L, src.file, (const char *)data, size, &err);
 		rc = !strcmp(kind, "csv") ? tl_read_csv(&src, &L) :
-		     !strcmp(kind, "dmon") ? tl_read_dmon(&src, &L) :
+		     /* dmon: nvidia-smi's, or dcgmi's as read.c tells them */
+		     !strcmp(kind, "dmon") ? (size >= 7 && !memcmp(data,
+		                              "#Entity", 7) ?
+		                              tl_read_dcgmi(&src, &L) :
+		                              tl_read_dmon(&src, &L)) :
 		     !strcmp(kind, "capture") ? tl_read_capture(&src, &L) :
 		     tl_read_prom(&src, &L);
 		tl_lines_close(&L);

@@ -1,6 +1,7 @@
 /*
- * tele_dmon.c — fuzzes the telemetry reader of nvidia-smi dmon logs
- * (tl_read_dmon) and the profile it builds.
+ * tele_dmon.c — fuzzes the telemetry readers of nvidia-smi dmon logs
+ * (tl_read_dmon) and of dcgmi dmon logs (tl_read_dcgmi, for inputs that
+ * start "#Entity") and the profile they build.
  */
 #include "fuzz.h"
 

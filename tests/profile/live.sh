@@ -66,7 +66,9 @@ use() {  # name message args...
 	else bad "$name: exit $rc: $(cat "$W/err")"; fi
 }
 use with-file "--live samples this machine; it takes no telemetry FILE" --live 1 fixtures/h200x4-a/telemetry.csv
-use interval-alone "--interval and --samples go with --live" --interval 100 fixtures/h200x4-a/telemetry.csv
+use samples-alone "--samples goes with --live" --samples x.csv fixtures/h200x4-a/telemetry.csv
+# without --live, --interval is that of dcgmi dmon logs
+use bad-file-interval "--interval 0: expected milliseconds from 1 to 3600000" --interval 0 fixtures/h200x4-a/telemetry.csv
 use bad-seconds "--live abc: expected seconds from 1 to 86400" --live abc
 use bad-interval "--interval 5: expected milliseconds from 10 to 60000" --live 1 --interval 5
 use nothing "profile needs at least one telemetry FILE, or --live SECONDS"

@@ -290,6 +290,8 @@ use() {  # name message args...
 }
 use with-file "--prometheus reads a server; it takes no telemetry FILE" \
 	--prometheus "$U" --last 1h "$W/h200.prom"
+use with-interval "--prometheus reads a server; it takes no telemetry FILE, --fields, --interval or --live" \
+	--prometheus "$U" --last 1h --interval 100
 use no-window "--prometheus needs a window: --from T --to T, or --last DURATION" \
 	--prometheus "$U"
 use relative "--prometheus: --from and --to take times, not +SECONDS" \

@@ -72,5 +72,21 @@ for list in gpus.csv; do
 	fi
 done
 
+# The real 2xH100 host (fixtures/real/topo-h100x2): topo --local through
+# NVML wrote there what it wrote through nvidia-smi (THERMAP_NO_NVML=1),
+# and what its own topo -m and GPU list give here, byte for byte
+R=fixtures/real/topo-h100x2
+"$T" topo --host vm --smi-topo $R/topo-m.txt --gpus $R/gpus.csv \
+    >"$W/r.json" 2>"$W/err"
+rc=$?
+if [ $rc -eq 0 ] && cmp -s "$W/r.json" $R/nvml.json && cmp -s $R/smi.json $R/nvml.json
+then
+	ok
+elif [ "$update" != --update ]; then
+	bad "real-h100x2: NVML's topo --local differs from nvidia-smi's"
+	diff $R/nvml.json "$W/r.json" | head -10
+	diff $R/nvml.json $R/smi.json | head -10
+fi
+
 [ "$update" = --update ] && { echo "topo fixtures: expected files rewritten"; exit 0; }
 finish
