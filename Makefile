@@ -8,7 +8,7 @@ CFLAGS  ?= -O2 -g
 WARN     = -std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow \
            -Wstrict-prototypes -Wno-error=format-truncation
 CPPFLAGS = -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -MMD -MP
-LDLIBS   = -lglpk -ljansson -lhwloc -lm -pthread
+LDLIBS   = -lglpk -ljansson -lhwloc -lcurl -lm -pthread
 SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all \
            -fno-omit-frame-pointer
 
@@ -32,22 +32,24 @@ TEST_BIN = $(TESTS:%=$(B)/%)
 # seed corpora with a plain driver (any compiler; `make check` runs it
 # under the sanitizers)
 FUZZ     = cluster profile job policy plan layout tele_csv tele_dmon \
-           tele_capture tele_prom tele_qrange topo_smi topo_gpus \
+           tele_capture tele_prom tele_qrange tele_labels topo_smi topo_gpus \
            topo_hwloc topo_nccl
 FUZZ_SECONDS ?= 10
 FUZZ_CC  ?= clang
 FUZZ_WARN = $(WARN) -Wno-unknown-warning-option
 
 DEPS_DEB = build-essential libglpk-dev libjansson-dev libhwloc-dev \
-           libcmocka-dev
+           libcurl4-openssl-dev libcmocka-dev
 # what the tests need beyond the build: two independent solvers that
 # re-solve the --write-lp files (tests/lp/run.sh), jq and xmllint,
 # outside readers of check's JSON and compare's SVG, and the launchers the
 # plan's launcher files are tested with (tests/launch/run.sh): Open MPI,
 # and Slurm with munge, which the test starts on this host by itself, and
-# numactl, with which the entry point binds ranks
+# numactl, with which the entry point binds ranks; and Prometheus
+# (with promtool), the real server profile --prometheus is tested against
+# (tests/profile/prometheus.sh)
 TEST_DEB = coinor-cbc glpk-utils jq libxml2-utils openmpi-bin \
-           slurmctld slurmd slurm-client munge numactl
+           slurmctld slurmd slurm-client munge numactl prometheus
 
 all: $(B)/thermap
 
@@ -78,6 +80,11 @@ $(B)/gen_cluster: tests/gen_cluster.c | $(B)
 $(B)/fakenvml/libnvidia-ml.so.1: tests/fake_nvml.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -fPIC -shared -O1 -o $@ $<
+
+# a scripted HTTP server for profile --prometheus's failures that a real
+# Prometheus does not give on demand (tests/profile/prometheus.sh)
+$(B)/fakeprom: tests/fake_prom.c | $(B)
+	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -O1 -o $@ $<
 
 $(B)/runstat: tests/runstat.c | $(B)
 	$(CC) -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror $(CFLAGS) -o $@ $<
@@ -135,12 +142,14 @@ HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
             tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
             tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
             tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh \
-            tests/launch/run.sh tests/profile/live.sh tests/topo/local.sh
+            tests/launch/run.sh tests/profile/live.sh tests/topo/local.sh \
+            tests/profile/prometheus.sh
 
 # $(call harnesses,BIN): every harness against BIN, stopping at the first
 # that fails; a check skipped by THERMAP_SKIP is logged for check's count
 harnesses = @set -e; for h in $(HARNESSES); do \
 	THERMAP=$(1) GEN=$(B)/gen_cluster FAKENVML=$(CURDIR)/build/fakenvml \
+	FAKEPROM=$(CURDIR)/build/fakeprom \
 	THERMAP_SKIPLOG=$(CURDIR)/$(B)/skipped.log sh $$h; done
 
 # every test: the layer rule of src/, the unit tests, the harnesses; then
@@ -148,7 +157,8 @@ harnesses = @set -e; for h in $(HARNESSES); do \
 # runs: missing packages are installed (as root) or named, and a check
 # that cannot run fails unless THERMAP_SKIP names it; the last line
 # counts what was skipped that way
-check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1
+check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1 \
+       $(B)/fakeprom
 	@: >$(B)/skipped.log
 	@sh tests/layers.sh
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ./$$t; done
@@ -161,7 +171,7 @@ check: check-deps all $(TEST_BIN) $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so
 check-deps:
 	@sh scripts/ensure-deps.sh $(DEPS_DEB) $(TEST_DEB)
 
-check-san: $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1
+check-san: $(B)/gen_cluster $(B)/fakenvml/libnvidia-ml.so.1 $(B)/fakeprom
 	$(MAKE) --no-print-directory B=build-san CFLAGS="-O1 -g $(SAN)" \
 	        LDEXTRA="$(SAN)" build-san/thermap \
 	        $(TESTS:%=build-san/%)
@@ -201,10 +211,17 @@ bench: all
 	@echo "== the whole loop at 8,192 to 131,072 GPUs (docs/bench.md)"
 	@sh scripts/bench-large.sh $(B)/thermap
 
+# profile --prometheus against a real Prometheus on a synthetic fleet of
+# up to 8,192 hosts (docs/bench.md, "Profiles from Prometheus"): about
+# ten minutes on 2 cores, most of it backfilling, so not part of bench
+bench-prom: all
+	@sh scripts/bench-prom.sh $(B)/thermap
+
 clean:
 	rm -rf build build-san build-tsan build-fuzz libthermap.a demo-plan
 
 .PHONY: all check check-deps check-san check-tsan check-launchers demo bench \
+        bench-prom \
         clean libthermap.a \
         fuzz fuzz-deps fuzz-replay
 .SECONDARY:

@@ -920,6 +920,172 @@ static void parse_time(void **state)
 	assert_true(fabs(t - 1758683824.123456789) < 1e-6);
 }
 
+/* ---- the HTTP API's plan (promapi.c), without a server ------------------- */
+
+static void parse_duration(void **state)
+{
+	static const struct { const char *s; double v; } good[] = {
+		{ "2h", 7200 }, { "30m", 1800 }, { "900s", 900 }, { "1h30m", 5400 },
+		{ "500ms", 0.5 }, { "1d", 86400 }, { "1w", 604800 },
+		{ "1y", 31536000 }, { "1m30s500ms", 90.5 }, { "900", 900 },
+		{ "0.5", 0.5 }, { "10y", 315360000 },
+	};
+	static const char *const wrong[] = {
+		"", "0", "0s", "-5", "h", "2x", "1.5h", "30m2h", "1h1h", "2 h",
+		"1s1m", "11y", "5ms5s", "2hh", "s1", "nan", "inf",
+	};
+	double v;
+	(void)state;
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		v = -1;
+		if (!tl_parse_duration(good[i].s, &v) || v != good[i].v)
+			fail_msg("\"%s\": %g, expected %g", good[i].s, v, good[i].v);
+	}
+	for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++)
+		if (tl_parse_duration(wrong[i], &v))
+			fail_msg("\"%s\" accepted as %g", wrong[i], v);
+}
+
+static void prom_step(void **state)
+{
+	static const long long w[] = {
+		0, 1000, 3600000, 86400000, 10999LL * 15000, 11000LL * 15000,
+		7 * 86400000LL, 30 * 86400000LL, 365 * 86400000LL,
+	};
+	(void)state;
+	assert_int_equal(tl_prom_step_ms(3600000), 15000);
+	assert_int_equal(tl_prom_step_ms(10999LL * 15000), 15000);
+	assert_int_equal(tl_prom_step_ms(11000LL * 15000), 16000);
+	assert_int_equal(tl_prom_step_ms(7 * 86400000LL), 55000);
+	/* at least 15 s, whole seconds, within 11,000 points, and a second
+	 * less would not be */
+	for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+		long long s = tl_prom_step_ms(w[i]);
+		assert_true(s >= 15000 && s % 1000 == 0);
+		assert_true(tl_prom_npoints(0, w[i], s) <= TL_PROM_MAX_POINTS);
+		if (s > 15000)
+			assert_true(tl_prom_npoints(0, w[i], s - 1000) >
+			            TL_PROM_MAX_POINTS);
+	}
+}
+
+static void prom_window(void **state)
+{
+	long long from, to;
+	(void)state;
+	/* the end on the step's grid, the start the duration before it */
+	tl_prom_last(1795263337500LL, 7200000, 15000, &from, &to);
+	assert_int_equal(to, 1795263330000LL);
+	assert_int_equal(from, 1795263330000LL - 7200000);
+	assert_int_equal(tl_prom_npoints(0, 3600000, 15000), 241);
+	assert_int_equal(tl_prom_npoints(0, 3614999, 15000), 241);
+	assert_int_equal(tl_prom_npoints(5, 5, 15000), 1);
+	assert_int_equal(tl_prom_npoints(10, 5, 15000), 0);
+}
+
+static void prom_chunks(void **state)
+{
+	static const struct { long long np; long budget, per, hpb; } plans[] = {
+		{ 241, TL_PROM_BUDGET, 241, 67 },    /* an hour at 15 s */
+		{ 20000, TL_PROM_BUDGET, 11000, 1 }, /* Prometheus's limit */
+		{ 590, 400, 50, 1 },                 /* the harness's knob */
+		{ 1000, 8, 1, 1 },
+		{ 1, TL_PROM_BUDGET, 1, 16384 },
+		{ 1, 1, 1, 1 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++) {
+		long long per;
+		long hpb;
+		tl_prom_plan(plans[i].np, plans[i].budget, &per, &hpb);
+		if (per != plans[i].per || hpb != plans[i].hpb)
+			fail_msg("plan %zu: %lld points, %ld hosts; expected %ld, %ld",
+			         i, per, hpb, plans[i].per, plans[i].hpb);
+	}
+	/* the chunks cover every point of the window once, in order */
+	for (long long np = 1; np < 130; np += 7)
+		for (long long per = 1; per <= 40; per += 3) {
+			long long nc = (np + per - 1) / per, next = 1000, s, e;
+			for (long long c = 0; c < nc; c++) {
+				tl_prom_chunk(1000, 15000, np, per, c, &s, &e);
+				assert_int_equal(s, next);
+				assert_true(e >= s && (e - s) / 15000 + 1 <= per);
+				next = e + 15000;
+			}
+			assert_int_equal(next, 1000 + np * 15000);
+		}
+}
+
+static void prom_selector(void **state)
+{
+	static const char *const hosts[] = { "h1.x", "h-2_b" };
+	char *s;
+	(void)state;
+	s = tl_prom_selector("DCGM_FI_DEV_GPU_TEMP", NULL, NULL, NULL, 0);
+	assert_string_equal(s, "DCGM_FI_DEV_GPU_TEMP{}");
+	free(s);
+	s = tl_prom_selector("M", "a\"b\\c\n", NULL, NULL, 0);
+	assert_string_equal(s, "M{job=\"a\\\"b\\\\c\\x0a\"}");
+	free(s);
+	s = tl_prom_selector("M", "j", "k=\"v\",r=~\"x.*\"", hosts, 2);
+	assert_string_equal(s, "M{job=\"j\",k=\"v\",r=~\"x.*\","
+	                    "Hostname=~\"h1\\\\.x|h-2_b\"}");
+	free(s);
+	s = tl_prom_selector(NULL, "j", NULL, hosts + 1, 1);
+	assert_string_equal(s, "{__name__=~\"DCGM_FI_DEV_.+\",job=\"j\","
+	                    "Hostname=~\"h-2_b\"}");
+	free(s);
+	s = tl_prom_selector(NULL, NULL, "cluster=\"a\"", NULL, 0);
+	assert_string_equal(s, "{__name__=~\"DCGM_FI_DEV_.+\",cluster=\"a\"}");
+	free(s);
+}
+
+static void label_values(void **state)
+{
+	static const struct { const char *text, *msg; } wrong[] = {
+		{ "{\"status\":\"error\",\"errorType\":\"bad_data\",\"error\":"
+		  "\"parse error\"}", "U: status: not \"success\" (bad_data: parse "
+		  "error)" },
+		{ "{\"status\":\"success\",\"data\":{}}", "U: data: expected an "
+		  "array of label values" },
+		{ "{\"status\":\"success\",\"data\":[\"a\",1]}", "U: data[1]: "
+		  "expected a string" },
+		{ "{\"status\":\"success\",\"data\":[\"a\",\"b\",\"c\"]}", "U: "
+		  "data: 3 values; expected at most 2" },
+		{ "<html>", "U: not JSON (" },
+		{ "{}", "U: status: missing or not \"success\"" },
+	};
+	char **v;
+	size_t n;
+	tm_error err = { 0, "" };
+	char buf[200];
+	const char *ok = "{\"status\":\"success\",\"data\":[\"h1\",\"h2\"]}";
+	(void)state;
+	assert_int_equal(tl_read_label_values("U", ok, strlen(ok), 2, &v, &n,
+	                                      &err), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0], "h1");
+	assert_string_equal(v[1], "h2");
+	free(v[0]);
+	free(v[1]);
+	free(v);
+	for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+		err = (tm_error){ 0, "" };
+		assert_int_equal(tl_read_label_values("U", wrong[i].text,
+		                 strlen(wrong[i].text), 2, &v, &n, &err), TM_EINPUT);
+		assert_null(v);
+		assert_int_equal(n, 0);
+		if (strncmp(err.msg, wrong[i].msg, strlen(wrong[i].msg)))
+			fail_msg("case %zu: \"%s\", expected \"%s\"", i, err.msg,
+			         wrong[i].msg);
+	}
+	assert_true(tl_prom_error_text(wrong[0].text, strlen(wrong[0].text), buf,
+	                               sizeof buf));
+	assert_string_equal(buf, "bad_data: parse error");
+	assert_false(tl_prom_error_text("404 page not found", 18, buf,
+	                                sizeof buf));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -944,6 +1110,12 @@ int main(void)
 		cmocka_unit_test(qrange_rejected_file_dropped),
 		cmocka_unit_test(qrange_two_sinks),
 		cmocka_unit_test(parse_time),
+		cmocka_unit_test(parse_duration),
+		cmocka_unit_test(prom_step),
+		cmocka_unit_test(prom_window),
+		cmocka_unit_test(prom_chunks),
+		cmocka_unit_test(prom_selector),
+		cmocka_unit_test(label_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,6 +241,32 @@ typedef struct tm_tele_opts {
 int tm_profile_from_telemetry(const tm_tele_input *in, int n,
                               const tm_tele_opts *o, char **profile,
                               char **summary, tm_error *err);
+/* The DCGM series of a Prometheus server, read through its HTTP API
+ * (`profile --prometheus`, docs/profile.md, "Prometheus"). */
+typedef struct tm_prom_query {
+	const char *url;        /* the server's base URL (http or https) */
+	double from, to;        /* window, seconds since 1970; or */
+	double last;            /* > 0: the last this many seconds to now */
+	double step;            /* seconds between points; 0: chosen */
+	const char *selector;   /* more label matchers, `k="v",...` (what
+	                           --selector gives inside its braces), or
+	                           NULL */
+	const char *job;        /* the job label, or NULL */
+	const char *const *hosts; /* Hostname values to read (nhosts), or
+	                           NULL: every host the selector finds */
+	int nhosts;
+	const char *host;       /* --host: the host of every series, or NULL */
+	double timeout_s;       /* per request */
+	bool progress;          /* lines on stderr while it queries */
+} tm_prom_query;
+
+/* As tm_profile_from_telemetry, from the series q selects: the same
+ * profile as from the same points in query_range files. TM_EINPUT, one
+ * line naming the URL, when a request fails or the answer is not usable,
+ * or holds no samples, or lacks a host q->hosts names; TM_EUSAGE for an
+ * unusable query (scheme, window, step). */
+int tm_profile_from_prometheus(const tm_prom_query *q, char **profile,
+                               char **summary, tm_error *err);
 /* Samples every GPU through NVML (libnvidia-ml.so.1, loaded at run time)
  * every interval_ms for seconds, and writes them to path (atomically) as
  * nvidia-smi --query-gpu CSV; with progress, a line on stderr every 10 s.

@@ -64,10 +64,12 @@ void tm_sort(void *base, size_t n, size_t size, tm_cmp_fn cmp, void *ctx);
  * tests/scale); THERMAP_TEST_STOP_AT, a test stopping the plan writer at a
  * step (tests/replan, tests/cli/writes.sh); THERMAP_NO_NVML, NVML left
  * unloaded (topo --local then asks nvidia-smi, as where there is no
- * NVML). tm_knob: the value, or NULL when unset or empty. */
+ * NVML); THERMAP_PROM_POINTS, the points one query of profile
+ * --prometheus is sized for (tests cut the window into many chunks and
+ * batches with it). tm_knob: the value, or NULL when unset or empty. */
 enum tm_knob {
 	TM_KNOB_THREADS, TM_KNOB_DIRECT_ONLY, TM_KNOB_DIRECT_MAX,
-	TM_KNOB_TEST_STOP_AT, TM_KNOB_NO_NVML, TM_NKNOBS
+	TM_KNOB_TEST_STOP_AT, TM_KNOB_NO_NVML, TM_KNOB_PROM_POINTS, TM_NKNOBS
 };
 const char *tm_knob(enum tm_knob k);
 /* Milliseconds on the monotonic clock, for time limits and the solver

@@ -471,6 +471,7 @@ static const char *const knob_names[TM_NKNOBS] = {
 	[TM_KNOB_DIRECT_MAX] = "THERMAP_DIRECT_MAX",
 	[TM_KNOB_TEST_STOP_AT] = "THERMAP_TEST_STOP_AT",
 	[TM_KNOB_NO_NVML] = "THERMAP_NO_NVML",
+	[TM_KNOB_PROM_POINTS] = "THERMAP_PROM_POINTS",
 };
 
 double tm_now_ms(void)

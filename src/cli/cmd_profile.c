@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "telemetry/telemetry.h"
 
 typedef struct profile_args {
 	const char *out, *from, *to, *baseline, *live, *interval, *samples;
+	const char *prom, *last, *step, *job, *hosts, *selector, *timeout;
 	bool summary, quiet;
 	cli_tele tele;  /* the files, each with its --host and --fields */
 } profile_args;
@@ -55,11 +57,33 @@ static const cli_opt rows[] = {
 	  "--live: write the samples here (atomically); default\n"
 	  "the profile's name with .samples.csv, or\n"
 	  "live-samples.csv when the profile goes to stdout", NULL },
+	{ "--prometheus", NULL, "URL", 0, AT(prom),
+	  "read the DCGM series from this Prometheus server's\n"
+	  "HTTP API (http://HOST:9090) instead of files, over\n"
+	  "--from T --to T (times, not +SECONDS) or --last;\n"
+	  "the same profile as from query_range files of the\n"
+	  "same points (docs/profile.md, \"Prometheus\")", NULL },
+	{ "--last", NULL, "DURATION", 0, AT(last),
+	  "--prometheus: the window up to now (2h, 30m, 900s)", NULL },
+	{ "--step", NULL, "DURATION", 0, AT(step),
+	  "--prometheus: time between points; default 15s (longer\n"
+	  "for windows over 11,000 steps of 15 s)", NULL },
+	{ "--job", NULL, "NAME", 0, AT(job),
+	  "--prometheus: only series of this job label", NULL },
+	{ "--hosts", NULL, "LIST", 0, AT(hosts),
+	  "--prometheus: only these Hostname labels (h1,h2,...);\n"
+	  "each must have samples", NULL },
+	{ "--selector", NULL, "SEL", 0, AT(selector),
+	  "--prometheus: more label matchers, as PromQL writes\n"
+	  "them in braces: '{cluster=\"a\",rack=~\"r1.*\"}'", NULL },
+	{ "--timeout", NULL, "SECONDS", 0, AT(timeout),
+	  "--prometheus: the longest one request may take\n"
+	  "(0.1 to 3600; default 30)", NULL },
 	{ "--json-summary", NULL, NULL, 0, AT(summary),
 	  "print what was read (rows, skipped rows and why,\n"
 	  "GPUs, time span) as JSON on stdout; needs -o", NULL },
 	{ "--quiet", NULL, NULL, 0, AT(quiet),
-	  "print nothing on stdout", NULL },
+	  "print nothing on stdout, and no progress on stderr", NULL },
 	CLI_END
 };
 
@@ -71,12 +95,16 @@ const cli_cmd cli_profile = {
 	"[--from T] [--to T] [--interval MS] [--baseline PROFILE]\n"
 	"[--json-summary] [--quiet]\n"
 	"thermap profile --live SECONDS [--interval MS] [--samples FILE]\n"
-	"[--host NAME] [-o FILE] [--baseline PROFILE] [--quiet]",
+	"[--host NAME] [-o FILE] [--baseline PROFILE] [--quiet]\n"
+	"thermap profile --prometheus URL (--from T --to T | --last DURATION)\n"
+	"[--step DURATION] [--job NAME] [--hosts LIST] [--selector SEL]\n"
+	"[--timeout SECONDS] [--host NAME] [-o FILE] [--baseline PROFILE]\n"
+	"[--json-summary] [--quiet]",
 	"Reads telemetry and writes a thermap.profile/1 document: nvidia-smi\n"
 	"--query-gpu CSV logs, nvidia-smi dmon and dcgmi dmon logs, dcgm-exporter\n"
 	"Prometheus scrapes and Prometheus query_range JSON (found from each\n"
 	"file's content), or, with --live, this machine's GPUs sampled through\n"
-	"NVML.\n",
+	"NVML, or, with --prometheus, the DCGM series of a Prometheus server.\n",
 	rows, NULL, run,
 };
 
@@ -120,7 +148,8 @@ static int live_args(const profile_args *a, double *s, int *ms,
 		}
 		if (a->tele.n == 0)
 			return cli_usage(&cli_profile, "%s", "profile needs at "
-			                 "least one telemetry FILE, or --live SECONDS");
+			                 "least one telemetry FILE, or --live SECONDS, or "
+			                 "--prometheus URL");
 		return 0;
 	}
 	if (a->tele.n > 0)
@@ -152,15 +181,116 @@ static int live_args(const profile_args *a, double *s, int *ms,
 	return 0;
 }
 
+/* --prometheus and its options into q (hosts: the split --hosts list,
+ * allocated, with its copy of the text in *hbuf); a usage error when
+ * they do not go together. */
+static int prom_args(const profile_args *a, const tm_tele_opts *w,
+                     tm_prom_query *q, char ***hosts, char **hbuf,
+                     char **sel)
+{
+	char *end;
+	if (!a->prom) {
+		if (a->last || a->step || a->job || a->hosts || a->selector ||
+		    a->timeout)
+			return cli_usage(&cli_profile, "%s", "--last, --step, --job, "
+			                 "--hosts, --selector and --timeout go with "
+			                 "--prometheus");
+		return 0;
+	}
+	if (a->tele.n > 0 || a->live || a->tele.fields || a->interval ||
+	    a->samples)
+		return cli_usage(&cli_profile, "%s", "--prometheus reads a server; "
+		                 "it takes no telemetry FILE, --fields, --interval "
+		                 "or --live");
+	*q = (tm_prom_query){ 0 };
+	q->url = a->prom;
+	q->host = a->tele.host;
+	q->timeout_s = 30;
+	q->progress = !a->quiet;
+	q->job = a->job;
+	if (strncmp(a->prom, "http://", 7) && strncmp(a->prom, "https://", 8))
+		return cli_usage(&cli_profile, "--prometheus %s: expected an "
+		                 "http:// or https:// URL", a->prom);
+	if (a->last) {
+		if (a->from || a->to)
+			return cli_usage(&cli_profile, "%s", "--last is a window of "
+			                 "its own; give it or --from and --to");
+		if (!tl_parse_duration(a->last, &q->last))
+			return cli_usage(&cli_profile, "--last %s: expected a "
+			                 "duration such as 2h, 30m or 900s (at most "
+			                 "10 years)", a->last);
+	} else {
+		if (!a->from || !a->to)
+			return cli_usage(&cli_profile, "%s", "--prometheus needs a "
+			                 "window: --from T --to T, or --last DURATION");
+		if (w->from_rel || w->to_rel)
+			return cli_usage(&cli_profile, "%s", "--prometheus: --from and "
+			                 "--to take times, not +SECONDS");
+		q->from = w->from;
+		q->to = w->to;
+	}
+	if (a->step && (!tl_parse_duration(a->step, &q->step) ||
+	                q->step < 0.001))
+		return cli_usage(&cli_profile, "--step %s: expected a duration "
+		                 "such as 15s or 1m", a->step);
+	if (a->timeout) {
+		q->timeout_s = strtod(a->timeout, &end);
+		if (end == a->timeout || *end ||
+		    !(q->timeout_s >= 0.1 && q->timeout_s <= 3600))
+			return cli_usage(&cli_profile, "--timeout %s: expected "
+			                 "seconds from 0.1 to 3600", a->timeout);
+	}
+	if (a->selector) {
+		size_t n = strlen(a->selector);
+		if (n < 2 || a->selector[0] != '{' || a->selector[n - 1] != '}' ||
+		    n > 4096 || strchr(a->selector, '\n'))
+			return cli_usage(&cli_profile, "--selector %s: expected label "
+			                 "matchers in braces, such as "
+			                 "'{cluster=\"a\",rack=~\"r1.*\"}'", a->selector);
+		*sel = xstrdup(a->selector + 1);
+		(*sel)[n - 2] = '\0';
+		q->selector = *sel;
+	}
+	if (a->hosts) {
+		int n = 1;
+		*hbuf = xstrdup(a->hosts);
+		for (const char *p = a->hosts; *p; p++)
+			n += *p == ',';
+		*hosts = xcalloc((size_t)n, sizeof **hosts);
+		n = 0;
+		for (char *h = *hbuf, *nx; h; h = nx) {
+			nx = strchr(h, ',');
+			if (nx)
+				*nx++ = '\0';
+			if (!tm_valid_host(h))
+				return cli_usage(&cli_profile, "--hosts %s: '%s' is not a "
+				                 "host name", a->hosts, h);
+			for (int i = 0; i < n; i++)
+				if (!strcmp((*hosts)[i], h))
+					goto dup;
+			(*hosts)[n++] = h;
+dup:;
+		}
+		if (n > TL_MAX_GPUS)
+			return cli_usage(&cli_profile, "--hosts: more than %d hosts",
+			                 TL_MAX_GPUS);
+		q->hosts = (const char *const *)*hosts;
+		q->nhosts = n;
+	}
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	profile_args a = { 0 };
-	double live_s;
-	int interval_ms;
+	double live_s = 0;
+	int interval_ms = 500;
 	char *samples = NULL, *host = NULL;
 	tm_tele_opts w;
 	tm_error err = { 0, "" };
 	char *base = NULL, *prof = NULL, *summ = NULL;
+	tm_prom_query q = { 0 };
+	char **hosts = NULL, *hbuf = NULL, *sel = NULL;
 	int nfilled = 0, rc;
 
 	a.tele.in = xcalloc((size_t)argc, sizeof *a.tele.in);
@@ -173,7 +303,10 @@ static int run(int argc, char **argv)
 		               "stdout, so the profile needs -o FILE");
 		goto out;
 	}
-	if ((rc = live_args(&a, &live_s, &interval_ms, &samples, &w)))
+	if ((rc = prom_args(&a, &w, &q, &hosts, &hbuf, &sel)))
+		goto out;
+	if (!a.prom && (rc = live_args(&a, &live_s, &interval_ms, &samples,
+	                               &w)))
 		goto out;
 	if (a.live) {
 		char name[256] = "";
@@ -200,8 +333,10 @@ static int run(int argc, char **argv)
 	    (a.baseline && (rc = read_baseline(a.baseline, &base, &err))) ||
 	    (a.live && (rc = tm_nvml_record(samples, live_s, interval_ms,
 	                                    !a.quiet, &err))) ||
-	    (rc = tm_profile_from_telemetry(a.tele.in, a.tele.n, &w, &prof,
-	                                    &summ, &err)))
+	    (a.prom && (rc = tm_profile_from_prometheus(&q, &prof, &summ,
+	                                                &err))) ||
+	    (!a.prom && (rc = tm_profile_from_telemetry(a.tele.in, a.tele.n, &w,
+	                                                &prof, &summ, &err))))
 		goto fail;
 	if (base) {
 		char *filled = tm_profile_fill(prof, base, false, &nfilled);
@@ -233,5 +368,8 @@ out:
 	free(a.tele.in);
 	free(samples);
 	free(host);
+	free(hosts);
+	free(hbuf);
+	free(sel);
 	return rc;
 }

@@ -232,3 +232,49 @@ void tl_iso_time(char *buf, size_t cap, double t)
 	snprintf(buf, cap, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03dZ",
 	         y, m, d, sod / 3600, sod / 60 % 60, sod % 60, ms);
 }
+
+bool tl_parse_duration(const char *str, double *s)
+{
+	/* Prometheus's units, "ms" before "m"; rank: their order by size,
+	 * which a later unit must follow */
+	static const struct { const char *u; double s; int rank; } units[] = {
+		{ "y", 365 * 86400.0, 0 }, { "w", 7 * 86400.0, 1 },
+		{ "d", 86400, 2 }, { "h", 3600, 3 }, { "ms", 0.001, 6 },
+		{ "m", 60, 4 }, { "s", 1, 5 },
+	};
+	const char *p = str, *e = str + strlen(str), *end;
+	double total = 0;
+	int last = -1;
+
+	if (p == e)
+		return false;
+	end = tl_parse_num(p, e, &total);
+	if (!end || end != e) {       /* not a plain number of seconds */
+		total = 0;
+		while (p < e) {
+			double v = 0;
+			const char *q = p;
+			int u = -1;
+			while (q < e && *q >= '0' && *q <= '9' && q - p < 12)
+				v = v * 10 + (*q++ - '0');
+			if (q == p || (q < e && *q >= '0' && *q <= '9'))
+				return false;
+			for (int i = 0; i < (int)(sizeof units / sizeof *units); i++) {
+				size_t n = strlen(units[i].u);
+				if ((size_t)(e - q) >= n && !memcmp(q, units[i].u, n)) {
+					u = i;
+					p = q + n;
+					break;
+				}
+			}
+			if (u < 0 || units[u].rank <= last)
+				return false;
+			last = units[u].rank;
+			total += v * units[u].s;
+		}
+	}
+	if (!(total > 0 && total <= 10 * 365 * 86400.0))
+		return false;
+	*s = total;
+	return true;
+}

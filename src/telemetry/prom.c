@@ -64,6 +64,26 @@ static const struct pmetric {
 	[M_PCAP_US] = { "DCGM_FI_DEV_POWER_VIOLATION", TL_PCAP_US, K_COUNT },
 };
 
+_Static_assert(NMETRICS == TL_PROM_NMETRICS, "telemetry.h counts them");
+
+const char *tl_prom_metric(int i)
+{
+	return i >= 0 && i < NMETRICS ? metrics[i].name : NULL;
+}
+
+/* The profile's main inputs: a deployment without one of them gives a
+ * thinner profile, and --prometheus says so; the rest are extras. */
+int tl_prom_metric_group(int i)
+{
+	static const signed char group[NMETRICS] = {
+		[M_TEMP] = 0, [M_POWER] = 1, [M_MGMT_LIMIT] = 2,
+		[M_ENFORCED_LIMIT] = 2, [M_SM_CLOCK] = 3, [M_SM_CLOCK_MAX] = 4,
+		[M_UTIL] = 5, [M_REASONS] = 6, [M_THROTTLE] = 6, [M_TLIMIT] = -1,
+		[M_SLOWDOWN] = -1, [M_THERMAL_US] = -1, [M_PCAP_US] = -1,
+	};
+	return i >= 0 && i < NMETRICS ? group[i] : -1;
+}
+
 static int find_metric(const char *name, size_t n)
 {
 	if (n < 12 || memcmp(name, "DCGM_FI_DEV_", 12) != 0)
@@ -1077,3 +1097,92 @@ out:
 	return rc;
 }
 
+
+/* ---- other answers of the HTTP API (promapi.c) ---------------------------- */
+
+/* The answer's JSON, or NULL with err set (one line, as for a file). */
+static json_t *api_load(const char *file, const char *text, size_t len,
+                        tm_error *err)
+{
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	char m[200];
+	if (!root) {
+		tm_text(m, sizeof m, je.text);
+		tm_fail(err, TM_EINPUT, "%s: not JSON (%s at %d:%d)", file, m,
+		        je.line, je.column);
+	}
+	return root;
+}
+
+bool tl_prom_error_text(const char *text, size_t len, char *buf, size_t cap)
+{
+	tm_error e = { 0, "" };
+	json_t *root = api_load("", text, len, &e);
+	const char *et = json_string_value(json_object_get(root, "errorType"));
+	const char *em = json_string_value(json_object_get(root, "error"));
+	char a[100], b[400];
+	if (em) {
+		tm_text(a, sizeof a, et ? et : "error");
+		tm_text(b, sizeof b, em);
+		snprintf(buf, cap, "%s: %s", a, b);
+	}
+	json_decref(root);
+	return em != NULL;
+}
+
+int tl_read_label_values(const char *file, const char *text, size_t len,
+                         size_t max, char ***out, size_t *n, tm_error *err)
+{
+	json_t *root = api_load(file, text, len, err), *data, *st;
+	jin J = { file, err };
+	int rc = 0;
+	size_t k;
+
+	*out = NULL;
+	*n = 0;
+	if (!root)
+		return TM_EINPUT;
+	st = json_object_get(root, "status");
+	if (!json_is_string(st) || strcmp(json_string_value(st), "success")) {
+		char m[520];
+		if (tl_prom_error_text(text, len, m, sizeof m))
+			rc = jin_fail(&J, "", "status", "not \"success\" (%s)", m);
+		else
+			rc = jin_fail(&J, "", "status", "missing or not \"success\"; "
+			              "expected a Prometheus API response");
+		goto out;
+	}
+	data = json_object_get(root, "data");
+	if (!json_is_array(data)) {
+		rc = jin_fail(&J, "", "data", "expected an array of label values");
+		goto out;
+	}
+	if (json_array_size(data) > max) {
+		rc = jin_fail(&J, "", "data", "%zu values; expected at most %zu",
+		              json_array_size(data), max);
+		goto out;
+	}
+	*out = xcalloc(json_array_size(data) + 1, sizeof **out);
+	for (k = 0; k < json_array_size(data); k++) {
+		json_t *v = json_array_get(data, k);
+		char p[40];
+		if (!json_is_string(v) ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			snprintf(p, sizeof p, "data[%zu]", k);
+			rc = jin_fail(&J, p, NULL, "expected a string");
+			goto out;
+		}
+		(*out)[(*n)++] = xstrdup(json_string_value(v));
+	}
+out:
+	if (rc) {
+		for (k = 0; k < *n; k++)
+			free((*out)[k]);
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	json_decref(root);
+	return rc;
+}

@@ -247,6 +247,48 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 	return rc;
 }
 
+/* ---- a Prometheus server ----------------------------------------------- */
+
+int tm_profile_from_prometheus(const tm_prom_query *q, char **profile,
+                               char **summ, tm_error *err)
+{
+	tl_opts open = { NAN, NAN, false, false, 0 };
+	tl_sink *k = tl_sink_new(&open);
+	tl_src src = { 0 };
+	tm_profile *p = NULL;
+	int rc;
+
+	*profile = *summ = NULL;
+	src.sink = k;
+	src.file = q->url;
+	src.host = q->host;
+	src.err = err;
+	src.t_first = src.t_last = NAN;
+	if ((rc = tl_read_prometheus(k, &src, q, err)))
+		goto out;
+	src.format = "prometheus api";
+	tl_file_warnings(k, &src);
+	if ((rc = tl_sink_profile(k, &p, err)))
+		goto out;
+	if (p->ngpus == 0) {
+		/* GPUs named, every value of them blank */
+		rc = tm_fail(err, TM_EINPUT, "%s: no GPU samples to profile",
+		             q->url);
+		goto out;
+	}
+	{
+		strbuf sb;
+		sb_init(&sb);
+		summary(&sb, &src, 1, p->ngpus);
+		*profile = tm_profile_text(p);
+		*summ = sb.s;
+	}
+out:
+	tm_profile_free(p);
+	tl_sink_free(k);
+	return rc;
+}
+
 /* ---- a recording, read once ----------------------------------------------- */
 
 struct tl_recording {

@@ -22,6 +22,10 @@
  *             levels, the thermal fit, derates, what was estimated
  *             (docs/profile.md), with a fixed amount of state per GPU, so
  *             memory grows with the number of GPUs, never with the input
+ *   promapi.c the same series as query_range files, from a Prometheus
+ *             server's HTTP API (libcurl): it plans and sends the
+ *             queries and hands every answer to prom.c's query_range
+ *             reader, so files and the API share one parser
  *   lines.c parse.c
  *             lines of a file; numbers and times in text
  *   nvml.c    beside them: the GPUs of this machine sampled through NVML
@@ -161,6 +165,69 @@ typedef struct tl_dcgmi_col {
  * more), or -1 when it is no "#Entity" header or names more than max. */
 int tl_dcgmi_header(const char *line, size_t len, tl_dcgmi_col *cols,
                     int max);
+
+/* The DCGM metrics the readers know (prom.c's table, deprecated names
+ * included): name i of TL_PROM_NMETRICS, and whether a metric gives one
+ * of the profile's main inputs (the rest are optional), and which
+ * metrics stand for the same input (the aliases, the two power limits):
+ * metrics of one group share its number. */
+#define TL_PROM_NMETRICS 13
+#define TL_PROM_NGROUPS 7     /* the main inputs: groups 0 to 6 */
+const char *tl_prom_metric(int i);
+int tl_prom_metric_group(int i);   /* -1: optional */
+/* Reads a Prometheus API answer whose data is a list of strings (label
+ * values) named file in messages: 0 with *out (n new strings in a new
+ * array; free each and it), or TM_EINPUT with err set. At most max
+ * strings. */
+int tl_read_label_values(const char *file, const char *text, size_t len,
+                         size_t max, char ***out, size_t *n, tm_error *err);
+/* The error an API answer carries ("bad_data: parse error ..."), made
+ * printable, into buf; false when text is no such answer. */
+bool tl_prom_error_text(const char *text, size_t len, char *buf, size_t cap);
+
+/* ---- promapi.c: the HTTP API ------------------------------------------- */
+
+#define TL_PROM_MAX_POINTS 11000   /* points per series a query may ask
+                                      for (Prometheus refuses more) */
+#define TL_PROM_GPUS_PER_HOST 8    /* what a batch of hosts is sized for */
+#define TL_PROM_BUDGET (1L << 17)  /* points one query is sized for
+                                      (THERMAP_PROM_POINTS sets it) */
+#define TL_PROM_MAX_BODY (64u << 20) /* largest answer read, bytes */
+#define TL_PROM_TRIES 4            /* tries of a request that fails
+                                      transiently (429, 502-504, a
+                                      dropped connection) */
+
+/* The step for a window of w seconds when none is given: 15 s, or for
+ * windows over 11,000 steps of 15 s the smallest whole number of seconds
+ * that keeps a series within TL_PROM_MAX_POINTS. */
+long long tl_prom_step_ms(long long w_ms);
+/* The window of the last last_ms to now_ms, its end on the step's grid. */
+void tl_prom_last(long long now_ms, long long last_ms, long long step_ms,
+                  long long *from_ms, long long *to_ms);
+/* Points of a series from from to to every step (to on or past the last
+ * one). */
+long long tl_prom_npoints(long long from_ms, long long to_ms,
+                          long long step_ms);
+/* How to cut a window of npoints for a budget of points per query:
+ * points per chunk of time (at most TL_PROM_MAX_POINTS) and hosts per
+ * batch (at TL_PROM_GPUS_PER_HOST series a host). */
+void tl_prom_plan(long long npoints, long budget, long long *per_chunk,
+                  long *hosts_per_batch);
+/* The first and last time of chunk i of per_chunk points of the window
+ * from from, npoints points every step. */
+void tl_prom_chunk(long long from_ms, long long step_ms, long long npoints,
+                   long long per_chunk, long long i, long long *start_ms,
+                   long long *end_ms);
+/* The series selector of a query: metric (NULL: every DCGM metric, by
+ * a __name__ regex), then job, then the matchers as given, then the
+ * hosts (a Hostname regex; n 0: none). New string. */
+char *tl_prom_selector(const char *metric, const char *job,
+                       const char *matchers, const char *const *hosts,
+                       int n);
+/* Reads the series q selects into k, charged to src (whose file names
+ * the URL afterwards): 0, or an exit code with err set. */
+int tl_read_prometheus(tl_sink *k, tl_src *src, const tm_prom_query *q,
+                       tm_error *err);
 
 /* ---- sink.c: the GPUs, the samples' checks, the warnings ---------------- */
 
@@ -392,6 +459,11 @@ extern const double tl_pow10[23];   /* 1e0 .. 1e22, exact */
  * fraction and zone ("2025-09-24T03:17:04.490Z", "... +02:00"), or
  * seconds since 1970. Returns false when it is none of these. */
 bool tl_parse_time(const char *s, size_t n, double *t);
+/* A duration as Prometheus writes one: whole numbers with units, largest
+ * first ("2h", "1h30m", "900s", "500ms"; y w d h m s ms), or a number
+ * of seconds ("900", "0.5"). Seconds into *s; false when it is none of
+ * these, or not above 0, or over 10 years. */
+bool tl_parse_duration(const char *str, double *s);
 /* t as "2026-01-01T00:00:00.000Z" (UTC, to the millisecond). */
 void tl_iso_time(char *buf, size_t cap, double t);
 

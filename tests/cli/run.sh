@@ -202,7 +202,7 @@ if [ "$(ls "$W/m1/env" | wc -l)" = 1 ]; then ok; else bad "mixed, one node rank:
 R=$F/telemetry.csv
 t profile-help 0 "" -- profile --help
 has profile-help-text "$W/out" "--json-summary"
-t profile-no-file 2 "thermap: profile needs at least one telemetry FILE, or --live SECONDS
+t profile-no-file 2 "thermap: profile needs at least one telemetry FILE, or --live SECONDS, or --prometheus URL
 Try 'thermap profile --help'." -- profile
 t profile-summary-needs-o 2 "thermap: --json-summary prints on stdout, so the profile needs -o FILE
 Try 'thermap profile --help'." -- profile $R --json-summary
