@@ -212,8 +212,8 @@ bench: all
 	@sh scripts/bench-large.sh $(B)/thermap
 
 # profile --prometheus against a real Prometheus on a synthetic fleet of
-# up to 8,192 hosts (docs/bench.md, "Profiles from Prometheus"): about
-# ten minutes on 2 cores, most of it backfilling, so not part of bench
+# up to 16,384 hosts (docs/bench.md, "Profiles from Prometheus"): about
+# twenty minutes on 2 cores, most of it backfilling, so not part of bench
 bench-prom: all
 	@sh scripts/bench-prom.sh $(B)/thermap
 

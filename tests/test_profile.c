@@ -1441,11 +1441,40 @@ static void test_blocking_and_gpu_cap(void **state)
 	json_decref(p);
 	sb_add(&b, "2026/01/01 00:00:00.000, GPU-ffffffff, 40, 100 %\n");
 	text = b.s;
-	expect_fail("cap.csv", text, b.len, "%s:65538: more than 65536 "
-	            "distinct GPUs; one run profiles at most 65536 (memory "
+	expect_fail("cap.csv", text, b.len, "%s:131074: more than 131072 "
+	            "distinct GPUs; one run profiles at most 131072 (memory "
 	            "grows with every GPU, and the profile it writes must stay "
 	            "loadable): profile the hosts in parts");
 	sb_free(&b);
+	/* and a profile longer than the loaders read is not written */
+	{
+		static const char doc[] = "{\"format\": \"thermap.profile/1\", "
+			"\"gpus\": [{\"host\": \"h\", \"index\": 0, "
+			"\"ambient_c\": 30, \"r_c_per_w\": 0.05, "
+			"\"power_idle_w\": 70, \"power_load_w\": 500, "
+			"\"derate\": 1}]}";
+		tm_profile *q = NULL;
+		char *out = NULL;
+		size_t len;
+		assert_int_equal(tm_profile_loadb("p.json", doc, sizeof doc - 1,
+		                                  &q, &e), 0);
+		assert_int_equal(tl_profile_text(q, "in.csv", (size_t)-1, &out,
+		                                 &e), 0);
+		len = strlen(out);
+		free(out);
+		out = NULL;
+		assert_int_equal(tl_profile_text(q, "in.csv", len, &out, &e), 0);
+		free(out);
+		out = NULL;
+		assert_int_equal(tl_profile_text(q, "in.csv", len - 1, &out, &e),
+		                 TM_EINPUT);
+		assert_null(out);
+		assert_non_null(strstr(e.msg, "in.csv: the profile of 1 GPUs "
+		                       "would be "));
+		assert_non_null(strstr(e.msg, "every command reads back: "
+		                       "profile the hosts in parts"));
+		tm_profile_free(q);
+	}
 }
 
 /* A short row is fine only as the cut last line. */

@@ -207,6 +207,22 @@ int tl_read_inputs(tl_sink *k, const tm_tele_input *in, int n, tl_src *srcs,
 
 /* The profile of what k holds, or TM_EINPUT when it holds no samples
  * (of the n inputs in). */
+int tl_profile_text(const tm_profile *p, const char *from, size_t limit,
+                    char **out, tm_error *err)
+{
+	char *text = tm_profile_text(p);
+	size_t len = strlen(text);
+	if (len > limit) {
+		free(text);
+		return tm_fail(err, TM_EINPUT, "%s: the profile of %d GPUs would "
+		               "be %zu bytes, over the %zu every command reads "
+		               "back: profile the hosts in parts", from, p->ngpus,
+		               len, limit);
+	}
+	*out = text;
+	return 0;
+}
+
 static int profile_of(tl_sink *k, const tm_tele_input *in, int n,
                       tm_profile **out, tm_error *err)
 {
@@ -234,11 +250,12 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
 
 	*profile = *summ = NULL;
 	if (!(rc = tl_read_inputs(k, in, n, srcs, true, err)) &&
-	    !(rc = profile_of(k, in, n, &p, err))) {
+	    !(rc = profile_of(k, in, n, &p, err)) &&
+	    !(rc = tl_profile_text(p, n > 0 ? in[0].file : "profile",
+	                           TM_MAX_INPUT_BYTES, profile, err))) {
 		strbuf sb;
 		sb_init(&sb);
 		summary(&sb, srcs, n, p->ngpus);
-		*profile = tm_profile_text(p);
 		*summ = sb.s;
 	}
 	tm_profile_free(p);
@@ -276,11 +293,11 @@ int tm_profile_from_prometheus(const tm_prom_query *q, char **profile,
 		             q->url);
 		goto out;
 	}
-	{
+	if (!(rc = tl_profile_text(p, q->url, TM_MAX_INPUT_BYTES, profile,
+	                           err))) {
 		strbuf sb;
 		sb_init(&sb);
 		summary(&sb, &src, 1, p->ngpus);
-		*profile = tm_profile_text(p);
 		*summ = sb.s;
 	}
 out:

@@ -251,9 +251,17 @@ int tl_check_time(double t, char *msg, size_t cap);
 
 /* Distinct GPUs one profile may hold: memory grows with each (a few KiB,
  * up to about 200 KiB with a full guard queue and histograms), and the
- * profile written must stay under the loaders' 256 MiB, at most about
- * 2 KiB an entry. 65536 is 8192 hosts of 8 GPUs. */
-#define TL_MAX_GPUS 65536
+ * profile written must stay under the loaders' 256 MiB (read.c refuses
+ * one that would not: about 1.4 KiB an entry, 2 KiB at most). 131072 is
+ * 16384 hosts of 8 GPUs, the largest cluster the planner is measured
+ * on. */
+#define TL_MAX_GPUS 131072
+
+/* p as text into *out, unless it is over limit bytes (TM_MAX_INPUT_BYTES:
+ * a profile plan, check and the rest would refuse to read back), which
+ * fails with one line naming from. */
+int tl_profile_text(const tm_profile *p, const char *from, size_t limit,
+                    char **out, tm_error *err);
 
 typedef struct tl_opts {
 	double from, to;      /* time window; NAN = open */

@@ -79,10 +79,10 @@ t qrange-time 4 "thermap: error: $W/q.json: data.result[0].values[1][0]: time 17
 # one distinct GPU per row grew memory without bound (1M GPUs: 2.6 GB and
 # a 614 MB profile above the loaders' 256 MiB)
 awk 'BEGIN { print "timestamp, uuid, temperature.gpu, utilization.gpu [%]";
-	for (i = 0; i <= 65536; i++)
+	for (i = 0; i <= 131072; i++)
 		printf "2026/11/21 12:15:28.037, GPU-%08x, 40, 100 %%\n", i }' \
 	>"$W/many.csv"
-t gpu-cap 4 "thermap: error: $W/many.csv:65538: more than 65536 distinct GPUs; one run profiles at most 65536 (memory grows with every GPU, and the profile it writes must stay loadable): profile the hosts in parts" -- profile --host h "$W/many.csv" -o "$W/p.json"
+t gpu-cap 4 "thermap: error: $W/many.csv:131074: more than 131072 distinct GPUs; one run profiles at most 131072 (memory grows with every GPU, and the profile it writes must stay loadable): profile the hosts in parts" -- profile --host h "$W/many.csv" -o "$W/p.json"
 none gpu-cap-output "$W/p.json"
 # a UUID column of any text went into the profile, which no command loads
 printf 'timestamp, uuid, temperature.gpu, utilization.gpu [%%]\n2026/11/21 12:15:28.037, GPU-0000IIII, 40, 100 %%\n' >"$W/uuid.csv"
