@@ -384,7 +384,33 @@ static void hosts(void **state)
 	read_text_as(&x, "# a comment\nDCGM_FI_DEV_GPU_TEMP{gpu=\"3\"} 30\n",
 	             45, NULL, "/tmp/.tprom-XXXXXX");
 	assert_int_equal(x.rc, TM_EINPUT);
-	expect_msg(&x, "FILE:2: no host: give --host or a Hostname label");
+	expect_msg(&x, "FILE:2: no host: give --host, or a Hostname label or "
+	           "an instance label HOST:PORT");
+	run_free(&x);
+	/* no Hostname: the host of Prometheus's instance label */
+	assert_int_equal(read_text(&x, "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\","
+	                           "instance=\"node7:9400\"} 30\n"
+	                           "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\","
+	                           "instance=\"node8\"} 31\n", NULL), 0);
+	expect_ident(&x, 0, "node7", NULL, NULL, 3);
+	expect_ident(&x, 1, "node8", NULL, NULL, 3);
+	assert_string_equal(x.src.fhost, "");
+	run_free(&x);
+	/* Hostname and --host come first */
+	assert_int_equal(read_text(&x, "DCGM_FI_DEV_GPU_TEMP{" ID0 ","
+	                           "instance=\"node7:9400\"} 30\n", NULL), 0);
+	expect_ident(&x, 0, "n1", "GPU-aaaa", NULL, 0);
+	run_free(&x);
+	assert_int_equal(read_text(&x, "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\","
+	                           "instance=\"node7:9400\"} 30\n", "given"), 0);
+	expect_ident(&x, 0, "given", NULL, NULL, 3);
+	run_free(&x);
+	/* an instance without a usable host name (an IPv6 address): the
+	 * file name, as without the label */
+	assert_int_equal(read_text(&x, "DCGM_FI_DEV_GPU_TEMP{gpu=\"3\","
+	                           "instance=\"[::1]:9400\"} 30\n", NULL), 0);
+	snprintf(base, sizeof base, "%s", x.file + 5);
+	expect_ident(&x, 0, base, NULL, NULL, 3);
 	run_free(&x);
 }
 

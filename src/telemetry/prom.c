@@ -96,11 +96,35 @@ static int find_metric(const char *name, size_t n)
 }
 
 /* The labels that name a GPU (dcgm-exporter's spelling), and its model,
- * which does not tell GPUs apart but groups them for a pooled fit. */
-enum { ID_HOST, ID_UUID, ID_PCI, ID_GPU, ID_MODEL, NID };
+ * which does not tell GPUs apart but groups them for a pooled fit; and
+ * Prometheus's instance (the scraped target, HOST:PORT), whose host names
+ * the GPUs' host when no Hostname label does. */
+enum { ID_HOST, ID_UUID, ID_PCI, ID_GPU, ID_MODEL, ID_INST, NID };
 static const char *const id_labels[NID] = {
-	"Hostname", "UUID", "pci_bus_id", "gpu", "modelName"
+	"Hostname", "UUID", "pci_bus_id", "gpu", "modelName", "instance"
 };
+
+/* The host of an instance label into buf: HOST of HOST:PORT, [ADDR]:PORT
+ * or a bare HOST; NULL when that is not a usable host name (an IPv6
+ * address, say). */
+static const char *instance_host(const char *v, char *buf, size_t cap)
+{
+	const char *end = v + strlen(v), *colon = strrchr(v, ':');
+	size_t n;
+	if (colon && colon[1]) {
+		const char *d = colon + 1;
+		while (*d >= '0' && *d <= '9')
+			d++;
+		if (!*d)
+			end = colon;
+	}
+	n = (size_t)(end - v);
+	if (n == 0 || n >= cap)
+		return NULL;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	return tm_valid_host(buf) ? buf : NULL;
+}
 
 /* ---- values ------------------------------------------------------------- */
 
@@ -252,6 +276,7 @@ static const char *bad_ident(int which, const char *v, int *index)
 		       "\"00000000:00:06.0\"";
 	}
 	case ID_MODEL:
+	case ID_INST:      /* read only for its host, when it has one */
 		return NULL;   /* any text; it is only compared */
 	default:
 		x = strtol(v, &end, 10);
@@ -629,7 +654,7 @@ static int resolve_gpu(const idplace *I, preader *R, const char *metric,
 	tl_src *src = I->src;
 	const char *host = src->host, *why;
 	int index = -1, which, gpu;
-	char key[IDKEY_MAX];
+	char key[IDKEY_MAX], ihost[256];
 	size_t klen;
 
 	if (!id[ID_GPU] && !id[ID_UUID] && !id[ID_PCI]) {
@@ -656,6 +681,8 @@ static int resolve_gpu(const idplace *I, preader *R, const char *metric,
 	}
 	if (!host)
 		host = id[ID_HOST];
+	if (!host && id[ID_INST])
+		host = instance_host(id[ID_INST], ihost, sizeof ihost);
 	if (!host) {
 		if (!R->fhost_done) {
 			R->fhost = tl_host_from_file(src->file);
@@ -666,7 +693,8 @@ static int resolve_gpu(const idplace *I, preader *R, const char *metric,
 			snprintf(src->fhost, sizeof src->fhost, "%s", host);
 	}
 	if (!host) {
-		id_fail(I, "no host: give --host or a Hostname label");
+		id_fail(I, "no host: give --host, or a Hostname label or an "
+		        "instance label HOST:PORT");
 		return -1;
 	}
 	gpu = tl_gpu(src, host, id[ID_UUID], id[ID_PCI], index);

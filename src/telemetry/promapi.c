@@ -322,6 +322,37 @@ static int cmp_str(const void *a, const void *b, void *ctx)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Warns of the instances whose series have no Hostname label, with match
+ * (a selector ending in '}') otherwise: batches by Hostname do not read
+ * them (docs/profile.md, "Prometheus"). */
+static int unbatched(papi *A, const char *match, long long from,
+                     long long to)
+{
+	size_t n = strlen(match), nv = 0;
+	char *m = xmalloc(n + 16), **v = NULL;
+	int rc;
+	memcpy(m, match, n - 1);
+	snprintf(m + n - 1, 16, ",Hostname=\"\"}");
+	rc = label_values(A, "instance", m, from - TL_PROM_LOOKBACK_MS, to,
+	                  TL_MAX_GPUS, &v, &nv);
+	if (!rc && nv > 0) {
+		char a[200], b[200];
+		tm_sort(v, nv, sizeof *v, cmp_str, NULL);
+		tm_text(a, sizeof a, v[0]);
+		tm_text(b, sizeof b, v[nv - 1]);
+		tm_warn("%s: %zu instance(s) (%s%s%s) have series without a "
+		        "Hostname label beside hosts that have one: they are not "
+		        "read; select them alone with --selector "
+		        "'{Hostname=\"\"}' (docs/profile.md, \"Prometheus\")",
+		        A->base, nv, a, nv > 1 ? " to " : "", nv > 1 ? b : "");
+	}
+	for (size_t j = 0; j < nv; j++)
+		free(v[j]);
+	free(v);
+	free(m);
+	return rc;
+}
+
 static int hosts_present(const tl_sink *k, int ngpus, const tm_prom_query *q,
                          const char *url, const char *tfrom,
                          const char *tto, tm_error *err)
@@ -486,11 +517,17 @@ int tl_read_prometheus(tl_sink *k, tl_src *src, const tm_prom_query *q,
 		tm_sort(found, nfound, sizeof *found, cmp_str, NULL);
 		hosts = (const char *const *)found;
 		nhosts = (int)nfound;
+		/* batches select by Hostname: series without one, which
+		 * would be named by their instance, are not read then; say
+		 * so rather than leave their GPUs out unsaid */
+		if (nfound > 0 && (rc = unbatched(&A, match, from, to)))
+			goto out;
 	}
 	tl_prom_plan(np, budget, &per, &hpb);
 	nchunks = (np + per - 1) / per;
 	nbatches = nhosts ? (nhosts + hpb - 1) / hpb : 1;
-	A.total = 2 - (q->hosts != NULL) + nbatches * nchunks * npresent;
+	A.total = 3 - 2 * (q->hosts != NULL) - (!q->hosts && nfound == 0) +
+	          nbatches * nchunks * npresent;
 	url = xmalloc(strlen(A.base) + 32);
 	sprintf(url, "%s/api/v1/query_range", A.base);
 

@@ -58,6 +58,7 @@ mkdir "$F"
 printf '{"status":"success","data":["DCGM_FI_DEV_GPU_TEMP","DCGM_FI_DEV_POWER_USAGE","up"]}' >"$F/names.json"
 printf '{"status":"success","data":["f1"]}' >"$F/hosts.json"
 printf '{"status":"success","data":["f1","bad host"]}' >"$F/badhosts.json"
+printf '{"status":"success","data":[]}' >"$F/none.json"
 series() {  # metric v1 v2 v3
 	printf '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"%s","gpu":"0","UUID":"GPU-0000000f-0000-4000-8000-000000000000","Hostname":"f1"},"values":[[1795263328,"%s"],[1795263343,"%s"],[1795263358,"%s"]]}]}}' "$@"
 }
@@ -87,6 +88,7 @@ label/__name__ 503 @0
 label/__name__ 503 @0
 label/__name__ 200 names.json
 label/Hostname 200 hosts.json
+label/instance 200 none.json
 query=DCGM_FI_DEV_GPU_TEMP%7B 502 @0
 query=DCGM_FI_DEV_GPU_TEMP%7B 200 temp.json
 query=DCGM_FI_DEV_POWER_USAGE%7B 200 power.json
@@ -102,12 +104,13 @@ awk 'BEGIN { printf "{\"status\":\"success\",\"data\":["
 fake repeats 0 <<END
 label/__name__ 200 repeats.json
 label/Hostname 200 hosts.json
+label/instance 200 none.json
 query=DCGM_FI_DEV_GPU_TEMP%7B 200 temp.json
 query=DCGM_FI_DEV_POWER_USAGE%7B 200 power.json
 END
 if cmp -s "$W/f.json" "$W/fake.json"; then ok
 else bad "repeats: the profile differs from the answers' own: $(cat "$W/repeats.err")"; fi
-has repeats "$W/repeats.err" "thermap: --prometheus: 4 queries in "
+has repeats "$W/repeats.err" "thermap: --prometheus: 5 queries in "
 fakefails() {  # name text args... (the script on standard input)
 	name=$1 text=$2
 	shift 2
@@ -132,15 +135,17 @@ fakefails bad-host "thermap: error: URL/api/v1/label/Hostname/values: data[1]: \
 label/__name__ 200 names.json
 label/Hostname 200 badhosts.json
 END
-fakefails out-of-range "thermap: error: URL/api/v1/query_range query 3 of 4 (DCGM_FI_DEV_GPU_TEMP, host f1, 2026-11-21T12:15:28.000Z to 2026-11-21T12:15:58.000Z): data.result[0].values[1][1]: temperature 999 °C is out of range; expected -50 to 200 °C" <<END
+fakefails out-of-range "thermap: error: URL/api/v1/query_range query 4 of 5 (DCGM_FI_DEV_GPU_TEMP, host f1, 2026-11-21T12:15:28.000Z to 2026-11-21T12:15:58.000Z): data.result[0].values[1][1]: temperature 999 °C is out of range; expected -50 to 200 °C" <<END
 label/__name__ 200 names.json
 label/Hostname 200 hosts.json
+label/instance 200 none.json
 query=DCGM_FI_DEV_GPU_TEMP%7B 200 hot.json
 query=DCGM_FI_DEV_POWER_USAGE%7B 200 power.json
 END
-fakefails server-error "thermap: error: URL/api/v1/query_range query 3 of 4 (DCGM_FI_DEV_GPU_TEMP, host f1, 2026-11-21T12:15:28.000Z to 2026-11-21T12:15:58.000Z): HTTP status 422 (execution: query timed out in expression evaluation)" <<END
+fakefails server-error "thermap: error: URL/api/v1/query_range query 4 of 5 (DCGM_FI_DEV_GPU_TEMP, host f1, 2026-11-21T12:15:28.000Z to 2026-11-21T12:15:58.000Z): HTTP status 422 (execution: query timed out in expression evaluation)" <<END
 label/__name__ 200 names.json
 label/Hostname 200 hosts.json
+label/instance 200 none.json
 query=DCGM_FI_DEV_GPU_TEMP%7B 422 err.json
 END
 
@@ -166,7 +171,12 @@ sh scripts/dcgm-series.sh stamp $T4 \
 # them, but no point of a query there (more than 5 minutes from either)
 G='DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-00000009-0000-4000-8000-000000000000",Hostname="gap"}'
 printf '%s 30 %s\n%s 31 %s\n' "$G" $((T4 - 14400000)) "$G" $((T4 - 9000000)) >"$W/gap.prom"
-cat "$W/gap.prom" "$W/t4.prom" "$W/h200.prom" |
+# one T4 GPU again as a target without a Hostname label: Prometheus's
+# instance label names its host
+grep 'Hostname="551bdf382151"' "$W/t4.prom" |
+	sed 's/Hostname="551bdf382151"/instance="inst7:9400"/; s/GPU-[0-9a-f-]*/GPU-0000000a-0000-4000-8000-000000000000/' \
+	>"$W/inst.prom"
+cat "$W/gap.prom" "$W/t4.prom" "$W/h200.prom" "$W/inst.prom" |
 	sh scripts/dcgm-series.sh openmetrics >"$W/all.om"
 if promtool tsdb create-blocks-from openmetrics "$W/all.om" "$W/data" >"$W/promtool.out" 2>&1
 then ok; else bad "promtool: $(tail -3 "$W/promtool.out")"; finish; exit; fi
@@ -208,7 +218,7 @@ else bad "h200: the API's profile differs from the file's: $(diff "$W/file.json"
 has h200 "$W/h200.out" "wrote $W/api.json"
 if [ "$(grep -c '"host": "h200-0[123]"' "$W/api.json")" = 12 ]; then ok
 else bad "h200: not 12 GPUs of 3 hosts in the profile"; fi
-has h200 "$W/h200.err" "thermap: --prometheus: 10 queries in "
+has h200 "$W/h200.err" "thermap: --prometheus: 11 queries in "
 has h200 "$W/h200.err" "(step 15 s, 590 point(s) a series, 1 chunk(s) of time, 1 batch(es) of hosts)"
 
 # shellcheck disable=SC2086
@@ -216,7 +226,7 @@ expect 0 chunks env THERMAP_PROM_POINTS=400 "$T" profile --prometheus "$U/" $WIN
 	-o "$W/api2.json"
 if cmp -s "$W/api2.json" "$W/file.json"; then ok
 else bad "chunks: the profile in 12 chunks and 3 batches differs from the file's"; fi
-has chunks "$W/chunks.err" "thermap: --prometheus: 290 queries in "
+has chunks "$W/chunks.err" "thermap: --prometheus: 291 queries in "
 has chunks "$W/chunks.err" "12 chunk(s) of time, 3 batch(es) of hosts)"
 
 # by name: hosts, job and a selector pick the same series; --quiet is silent
@@ -241,6 +251,15 @@ else bad "t4: the API's profile differs from the file's: $(diff "$W/t4file.json"
 has t4 "$W/t4.err" "thermap: warning: $U: no series of DCGM_FI_DEV_MAX_SM_CLOCK from 2026-11-20T00:00:00.000Z to 2026-11-20T00:00:00.000Z: the profile goes without what they give"
 if [ "$(grep -c '"host": "424773df46e0"\|"host": "551bdf382151"' "$W/t4api.json")" = 2 ]
 then ok; else bad "t4: not the two hosts' GPUs"; fi
+# beside hosts with a Hostname label, the target without one is named, not
+# read; alone, it is read with its instance's host, as from the file
+has t4 "$W/t4.err" "thermap: warning: $U: 1 instance(s) (inst7:9400) have series without a Hostname label beside hosts that have one: they are not read; select them alone with --selector '{Hostname=\"\"}'"
+"$T" profile "$W/inst.prom" -o "$W/instfile.json" >/dev/null 2>&1 || bad "instance as a file"
+expect 0 instance "$T" profile --prometheus "$U" --from 2026-11-20T00:00:00Z \
+	--to 2026-11-20T00:00:00Z --selector '{Hostname=""}' -o "$W/instapi.json"
+if cmp -s "$W/instapi.json" "$W/instfile.json" &&
+   [ "$(grep -c '"host": "inst7"' "$W/instapi.json")" = 1 ]; then ok
+else bad "instance: not the one GPU of host inst7, as from the file: $(diff "$W/instfile.json" "$W/instapi.json" | head -5)"; fi
 
 # ---- failures: one line naming the URL, exit 4, nothing written --------------
 fails() {  # name text args...
