@@ -711,75 +711,87 @@ static double ring_edges(const tm_problem *pb, const int *flat, int n)
 	return x;
 }
 
-/* Exchanges node ranks n and m if that keeps the iteration time as it is
- * (repms: each replica's time, rmax the largest and *at how many replicas
- * have it; ar the all-reduce, whose slowest edges are left alone; new:
- * room for the touched replicas' times); returns whether it did. */
-static bool exchange_alike(const tm_problem *pb, int *flat, int n, int m,
-                           double *repms, double rmax, int *at, double ar,
-                           int *reps, double *nt)
+/* What keeps the iteration time as it is while node ranks change places:
+ * each replica's time (repms), the largest (rmax) and how many replicas
+ * have it (at), the all-reduce (ar), whose slowest edges are left alone;
+ * room for the touched replicas (reps, nt: 2·nproc·nep) and a node rank's
+ * GPUs (keep, tmp: nproc and 2·nproc). */
+typedef struct held {
+	double *repms, rmax, ar, *nt;
+	int at, *reps, *keep, *tmp;
+} held;
+
+/* Before node ranks n and m (n again for one) change: no ring edge they
+ * touch is at the all-reduce's slowest. */
+static bool ring_free(const tm_problem *pb, const int *flat, const held *H,
+                      int n, int m)
 {
-	int k = node_reps(pb, n, m, reps), left = *at;
-	bool ok = ar <= 0 || (ring_edges(pb, flat, n) < ar &&
-	                      ring_edges(pb, flat, m) < ar);
+	return H->ar <= 0 || (ring_edges(pb, flat, n) < H->ar &&
+	                      ring_edges(pb, flat, m) < H->ar);
+}
+
+/* After: the k touched replicas (H->reps) stay within the slowest, some
+ * replica still has its time, and no ring edge of n or m passes the
+ * slowest; then the new times are kept. */
+static bool time_held(const tm_problem *pb, const int *flat, held *H, int k,
+                      int n, int m)
+{
+	int left = H->at;
+	bool ok = true;
+	for (int q = 0; q < k && ok; q++) {
+		H->nt[q] = tm_rep_ms(pb, flat, H->reps[q]);
+		ok = H->nt[q] <= H->rmax;
+		left += (H->nt[q] == H->rmax) - (H->repms[H->reps[q]] == H->rmax);
+	}
+	ok = ok && left > 0 && (H->ar <= 0 ||
+	                        (ring_edges(pb, flat, n) <= H->ar &&
+	                         ring_edges(pb, flat, m) <= H->ar));
 	if (!ok)
 		return false;
-	swap_nodes(pb, flat, n, m);
-	for (int q = 0; q < k && ok; q++) {
-		nt[q] = tm_rep_ms(pb, flat, reps[q]);
-		ok = nt[q] <= rmax;
-		left += (nt[q] == rmax) - (repms[reps[q]] == rmax);
-	}
-	/* some replica still at the largest time: the iteration holds */
-	ok = ok && left > 0;
-	if (ok && ar > 0)
-		ok = ring_edges(pb, flat, n) <= ar && ring_edges(pb, flat, m) <= ar;
-	if (!ok) {
-		swap_nodes(pb, flat, n, m);
-		return false;
-	}
 	for (int q = 0; q < k; q++)
-		repms[reps[q]] = nt[q];
-	*at = left;
+		H->repms[H->reps[q]] = H->nt[q];
+	H->at = left;
 	return true;
 }
 
-/* Moves node rank n to the free host h, each rank to the GPU at the
- * position it has now, if that keeps the iteration time as it is (as for
- * exchange_alike) and no rank runs hotter at that time t (so neither the
- * peak nor the wear rises); returns whether it did. keep: room for nproc. */
-static bool move_cooler(const tm_problem *pb, int *flat, int n, int h,
-                        double t, double *repms, double rmax, int *at,
-                        double ar, int *reps, double *nt, int *keep)
+/* Exchanges node ranks n and m if that keeps the iteration time as it is;
+ * returns whether it did. */
+static bool exchange_alike(const tm_problem *pb, int *flat, int n, int m,
+                           held *H)
 {
-	int k = node_reps(pb, n, n, reps), left = *at;
-	bool ok = positions_fit(pb, flat, n, h) &&
-	          (ar <= 0 || ring_edges(pb, flat, n) < ar);
-	if (!ok)
+	int k = node_reps(pb, n, m, H->reps);
+	if (!ring_free(pb, flat, H, n, m))
 		return false;
-	memcpy(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
+	swap_nodes(pb, flat, n, m);
+	if (time_held(pb, flat, H, k, n, m))
+		return true;
+	swap_nodes(pb, flat, n, m);
+	return false;
+}
+
+/* Moves node rank n to the free host h, each rank to the GPU at the
+ * position it has now, if that keeps the iteration time as it is and no
+ * rank runs hotter at that time t (so neither the peak nor the wear
+ * rises); returns whether it did. */
+static bool move_cooler(const tm_problem *pb, int *flat, int n, int h,
+                        double t, held *H)
+{
+	int k = node_reps(pb, n, n, H->reps);
+	bool ok = true;
+	if (!positions_fit(pb, flat, n, h) || !ring_free(pb, flat, H, n, n))
+		return false;
+	memcpy(H->keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
 	move_node(pb, flat, n, h);
 	for (int i = 0; i < pb->nproc && ok; i++) {
 		int r = n * pb->nproc + i;
 		ok = tm_fits(pb, r, flat[r]) &&
 		     tm_rank_temp(pb, r, flat[r], t) <=
-		     tm_rank_temp(pb, r, keep[i], t);
+		     tm_rank_temp(pb, r, H->keep[i], t);
 	}
-	for (int q = 0; q < k && ok; q++) {
-		nt[q] = tm_rep_ms(pb, flat, reps[q]);
-		ok = nt[q] <= rmax;
-		left += (nt[q] == rmax) - (repms[reps[q]] == rmax);
-	}
-	ok = ok && left > 0 && (ar <= 0 || ring_edges(pb, flat, n) <= ar);
-	if (!ok) {
-		memcpy(&flat[n * pb->nproc], keep,
-		       sizeof(int) * (size_t)pb->nproc);
-		return false;
-	}
-	for (int q = 0; q < k; q++)
-		repms[reps[q]] = nt[q];
-	*at = left;
-	return true;
+	if (ok && time_held(pb, flat, H, k, n, n))
+		return true;
+	memcpy(&flat[n * pb->nproc], H->keep, sizeof(int) * (size_t)pb->nproc);
+	return false;
 }
 
 /* Node rank n's reference host, or -1 when its reference GPUs are not all
@@ -877,35 +889,22 @@ static void alike_order(const tm_problem *pb, int *flat, int n, int *tmp)
 	}
 }
 
-/* alike_order for node rank n if that keeps the iteration time as it is
- * (as for exchange_alike); returns whether it changed anything. */
-static bool reorder_alike(const tm_problem *pb, int *flat, int n,
-                          double *repms, double rmax, int *at, double ar,
-                          int *reps, double *nt, int *keep, int *tmp)
+/* alike_order for node rank n if that keeps the iteration time as it is;
+ * returns whether it changed anything. */
+static bool reorder_alike(const tm_problem *pb, int *flat, int n, held *H)
 {
-	int k = node_reps(pb, n, n, reps), left = *at;
-	bool ok = ar <= 0 || ring_edges(pb, flat, n) < ar;
-	if (!ok)
+	int k = node_reps(pb, n, n, H->reps);
+	if (!ring_free(pb, flat, H, n, n))
 		return false;
-	memcpy(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
-	alike_order(pb, flat, n, tmp);
-	if (!memcmp(keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc))
+	memcpy(H->keep, &flat[n * pb->nproc], sizeof(int) * (size_t)pb->nproc);
+	alike_order(pb, flat, n, H->tmp);
+	if (!memcmp(H->keep, &flat[n * pb->nproc],
+	            sizeof(int) * (size_t)pb->nproc))
 		return false;
-	for (int q = 0; q < k && ok; q++) {
-		nt[q] = tm_rep_ms(pb, flat, reps[q]);
-		ok = nt[q] <= rmax;
-		left += (nt[q] == rmax) - (repms[reps[q]] == rmax);
-	}
-	ok = ok && left > 0 && (ar <= 0 || ring_edges(pb, flat, n) <= ar);
-	if (!ok) {
-		memcpy(&flat[n * pb->nproc], keep,
-		       sizeof(int) * (size_t)pb->nproc);
-		return false;
-	}
-	for (int q = 0; q < k; q++)
-		repms[reps[q]] = nt[q];
-	*at = left;
-	return true;
+	if (time_held(pb, flat, H, k, n, n))
+		return true;
+	memcpy(&flat[n * pb->nproc], H->keep, sizeof(int) * (size_t)pb->nproc);
+	return false;
 }
 
 /* Keeps flat when it moves fewer ranks than e0 with time, peak and wear no
@@ -929,9 +928,8 @@ static bool keep_fewer(const tm_problem *pb, int *flat, const int *before,
 bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
                     bool *stopped)
 {
-	int nn = pb->nnodes, k = pb->nproc, *host_node, *reps, *before, *tmp;
-	int at_max, *keep;
-	double *repms, rmax, ar, *nt;
+	int nn = pb->nnodes, k = pb->nproc, *host_node, *before;
+	held H;
 	tm_eval e0;
 	bool moves = false, kept = false;
 
@@ -945,21 +943,21 @@ bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
 	before = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	memcpy(before, flat, sizeof(int) * (size_t)pb->nranks);
 	host_node = xmalloc(sizeof(int) * (size_t)pb->nhost);
-	repms = xmalloc(sizeof(double) * (size_t)pb->nrep);
-	reps = xmalloc(sizeof(int) * 2 * (size_t)k * (size_t)pb->nep);
-	nt = xmalloc(sizeof(double) * 2 * (size_t)k * (size_t)pb->nep);
-	keep = xmalloc(sizeof(int) * (size_t)k);
-	tmp = xmalloc(sizeof(int) * 2 * (size_t)k);
-	ar = tm_allreduce_ms(pb, flat);
+	H.repms = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	H.reps = xmalloc(sizeof(int) * 2 * (size_t)k * (size_t)pb->nep);
+	H.nt = xmalloc(sizeof(double) * 2 * (size_t)k * (size_t)pb->nep);
+	H.keep = xmalloc(sizeof(int) * (size_t)k);
+	H.tmp = xmalloc(sizeof(int) * 2 * (size_t)k);
+	H.ar = tm_allreduce_ms(pb, flat);
 	/* the hosts and then the GPUs inside them; failing that, the GPUs
 	 * inside the hosts alone */
 	for (int pass = 0; pass < 2 && !kept; pass++) {
-		rmax = -INFINITY;
-		at_max = 0;
+		H.rmax = -INFINITY;
+		H.at = 0;
 		for (int d = 0; d < pb->nrep; d++)
-			rmax = fmax(rmax, repms[d] = tm_rep_ms(pb, flat, d));
+			H.rmax = fmax(H.rmax, H.repms[d] = tm_rep_ms(pb, flat, d));
 		for (int d = 0; d < pb->nrep; d++)
-			at_max += repms[d] == rmax;
+			H.at += H.repms[d] == H.rmax;
 		for (int h = 0; h < pb->nhost; h++)
 			host_node[h] = -1;
 		for (int n = 0; n < nn; n++)
@@ -976,35 +974,31 @@ bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
 			if ((m = host_node[h]) < 0) {
 				/* a host nothing runs on: there if no rank is
 				 * hotter */
-				if (!move_cooler(pb, flat, n, h, e0.iteration_ms,
-				                 repms, rmax, &at_max, ar, reps, nt,
-				                 keep))
+				if (!move_cooler(pb, flat, n, h, e0.iteration_ms, &H))
 					continue;
 				host_node[h] = n;
 				host_node[at] = -1;
 				continue;
 			}
 			if (!same_load(pb, n, m) ||
-			    !exchange_alike(pb, flat, n, m, repms, rmax, &at_max,
-			                    ar, reps, nt))
+			    !exchange_alike(pb, flat, n, m, &H))
 				continue;
 			host_node[h] = n;
 			host_node[at] = m;
 		}
 		for (int n = 0; n < nn; n++)
 			if (ref_host(pb, n) == pb->gpu_host[flat[n * k]])
-				reorder_alike(pb, flat, n, repms, rmax, &at_max, ar,
-				              reps, nt, keep, tmp);
+				reorder_alike(pb, flat, n, &H);
 		kept = memcmp(before, flat, sizeof(int) * (size_t)pb->nranks) &&
 		       keep_fewer(pb, flat, before, &e0);
 	}
-	free(tmp);
 	free(before);
 	free(host_node);
-	free(repms);
-	free(reps);
-	free(nt);
-	free(keep);
+	free(H.repms);
+	free(H.reps);
+	free(H.nt);
+	free(H.keep);
+	free(H.tmp);
 	return kept;
 }
 
