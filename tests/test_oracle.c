@@ -694,6 +694,47 @@ static void test_moves_bound(void **state)
 	              "in %d\n", cases, positive, tight);
 	assert_true(cases > MOVES_CASES / 2);
 	assert_true(positive > cases / 5);
+
+	/* A host with a GPU to spare: torchrun's pipeline of two stages on
+	 * GPUs 0 and 1 is held back by the slow link between them, which no
+	 * rank's own floor sees; moving stage 1 to GPU 2, joined to GPU 0 by
+	 * NVLink, meets the cap. The replica must change, but by one rank,
+	 * not by its whole node rank. */
+	{
+		tm_cluster *c = tt_cluster(1, 3, 3);
+		tm_profile *p = tt_profile(c, true);
+		tm_job *j = tt_job(2, 2, 1, 2, 1, false, false);
+		tm_policy *pol = NULL;
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		tm_node *n = &c->nodes[0];
+		mv_enum B;
+		n->link[0 * 3 + 1] = n->link[1 * 3 + 0] = TM_LINK_SYS;
+		n->nv[0 * 3 + 1] = n->nv[1 * 3 + 0] = 0;
+		n->bw[0 * 3 + 1] = n->bw[1 * 3 + 0] = 8;
+		for (int st = 0; st < 2; st++)
+			j->stages[st].act_mib = 512;
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		pol->method = TM_METHOD_IDENTITY;
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		memset(&B, 0, sizeof B);
+		B.pb = pb;
+		B.flat = xmalloc(sizeof(int) * 2);
+		B.used = xcalloc((size_t)pb->ngpu, 1);
+		B.hused = xcalloc((size_t)pb->nhost, 1);
+		B.flat[0] = 0;
+		B.flat[1] = 2;
+		B.tcap = tm_eval_flat(pb, B.flat, 0, &(tm_eval){ 0 });
+		B.pcap = INFINITY;
+		B.least = INT_MAX;
+		mv_rank(&B, 0);
+		assert_int_equal(B.least, 1);
+		assert_int_equal(tm_moves_lower_bound(pb, B.tcap, B.pcap), 1);
+		free(B.flat);
+		free(B.used);
+		free(B.hused);
+		tt_free(pb, pol, j, p, c);
+	}
 }
 
 int main(void)
