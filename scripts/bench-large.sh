@@ -13,7 +13,8 @@
 # and prints a markdown table: wall seconds and peak RSS of each command
 # (build/runstat), thermal's wall time as a multiple of identity's, and
 # from thermal's summary line the gap on time, the peak beside its proven
-# bound at the plan's time, and identity's peak.
+# bound at the plan's time, and identity's peak; from its plan.json the
+# ranks it moves and the least its moves bound proves.
 #
 # usage, from the repository root:
 #   sh scripts/bench-large.sh [THERMAP]           (default build/thermap)
@@ -52,8 +53,9 @@ mib() { awk -v k="$1" 'BEGIN { printf "%.0f", k / 1024 }'; }
 
 echo "| GPUs | identity s (MiB) | thermal s (MiB) | thermal / identity |" \
      "gap on time | peak, bound at that time, identity's peak °C |" \
-     "check s | check --profile s | replan, a host lost, s (MiB) |"
-echo "| --: | --: | --: | --: | --: | --- | --: | --: | --: |"
+     "ranks moved (proven least) | check s | check --profile s |" \
+     "replan, a host lost, s (MiB) |"
+echo "| --: | --: | --: | --: | --: | --- | --: | --: | --: | --: |"
 for h in ${BENCH_LARGE_HOSTS:-1024 4096 16384}; do
 	dir=$D/large-$h
 	./build/gen_cluster $((h + 1)) 8 16 $((h / 16)) "$dir" >/dev/null
@@ -94,6 +96,20 @@ EOF
 		"$dir/thermal.out" | head -n 1)
 	ratio=$(awk -v a="$tw" -v b="$iw" 'BEGIN { if (b > 0 && a > 0)
 		printf "%.2f", a / b; else print "–" }')
+	# the ranks the thermal plan moves, and how many its moves bound
+	# proves any placement as fast and as cool must move
+	moves=$(python3 - "$dir/plan-thermal/plan.json" <<'EOF' || echo "–"
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+    m = d["predicted"]["moved_ranks"]
+    g = d["solver"]["gaps"].get("moves")
+    print("%d (%s)" % (m, "–" if g is None else "%d" % round(m * (1 - g))))
+except Exception:
+    print("–")
+EOF
+)
 	echo "| $((h * 8)) | $iw ($(mib "$ir")) | $tw ($(mib "$tr")) | $ratio |" \
-	     "${gap:-–} | ${peak:-–, –}, ${ipeak:-–} | $cw | $pw | $rw ($(mib "$rr")) |"
+	     "${gap:-–} | ${peak:-–, –}, ${ipeak:-–} | $moves | $cw | $pw |" \
+	     "$rw ($(mib "$rr")) |"
 done
