@@ -190,9 +190,8 @@ static double allreduce_lower_bound(const tm_problem *pb)
 		cross = (dp - 1) / dp * best_hop_ms(pb, grad, false);
 		for (int q = 0; q < pb->nmember; q++)
 			for (int d = 0; d < pb->nrep; d++) {
-				int e = (d + 1) % pb->nrep;
 				int a = pb->inst_rank[(d * pb->npp + s) * pb->nmember + q];
-				int b = pb->inst_rank[(e * pb->npp + s) * pb->nmember + q];
+				int b = tm_ring_rank(pb, a, 1);
 				lb = fmax(lb, a / pb->nproc == b / pb->nproc ? same : cross);
 			}
 	}
@@ -621,12 +620,7 @@ long tm_moves_lower_bound(const tm_problem *pb, double tcap, double pcap)
 	owner = xmalloc(sizeof(int) * (size_t)(most ? most : 1));
 	for (int n = 0; n < pb->nnodes; n++) {
 		const int *ref = &pb->ref_gpu[n * k];
-		int h = ref[0] >= 0 && ref[0] < pb->ngpu ? pb->gpu_host[ref[0]] : -1;
-		int first, hg, placed = 0;
-		for (int i = 0; i < k && h >= 0; i++)
-			if (ref[i] < 0 || ref[i] >= pb->ngpu ||
-			    pb->gpu_host[ref[i]] != h)
-				h = -1;
+		int h = tm_ref_host(pb, n), first, hg, placed = 0;
 		if (h < 0) {  /* no single reference host: rank by rank */
 			for (int i = 0; i < k; i++)
 				forced[n * k + i] = ref[i] < 0 ||

@@ -162,6 +162,13 @@ double tm_ring_edge_ms(const tm_problem *pb, double grad_mib, int g, int h)
 
 /* The rings of (pipeline rank s, member q): replica d sends to d+1 mod dp.
  * A ring runs at its slowest edge; the all-reduce takes the slowest ring. */
+int tm_ring_rank(const tm_problem *pb, int r, int step)
+{
+	int dp = pb->nrep, d = ((pb->rank_rep[r] + step) % dp + dp) % dp;
+	return pb->inst_rank[(d * pb->npp + pb->rank_stage[r]) * pb->nmember +
+	                     pb->rank_member[r]];
+}
+
 double tm_allreduce_ms(const tm_problem *pb, const int *flat)
 {
 	double a = 0;
@@ -173,9 +180,8 @@ double tm_allreduce_ms(const tm_problem *pb, const int *flat)
 			continue;
 		for (int q = 0; q < pb->nmember; q++)
 			for (int d = 0; d < pb->nrep; d++) {
-				int e = (d + 1) % pb->nrep;
 				int r = pb->inst_rank[(d * pb->npp + s) * pb->nmember + q];
-				int t = pb->inst_rank[(e * pb->npp + s) * pb->nmember + q];
+				int t = tm_ring_rank(pb, r, 1);
 				a = fmax(a, tm_ring_edge_ms(pb, grad, flat[r], flat[t]));
 			}
 	}

@@ -106,6 +106,9 @@ bool tm_nvlink(const tm_problem *pb, int g, int h);
 const tm_gpu *tm_gpu_of(const tm_problem *pb, int g);
 bool tm_fits(const tm_problem *pb, int rank, int g);
 void tm_identity(const tm_problem *pb, int *flat);
+/* Node rank n's reference host (pb->ref_gpu), or -1 when its reference
+ * GPUs are not all on one host. */
+int tm_ref_host(const tm_problem *pb, int n);
 /* tm_problem_new; with uneven_hosts, the hosts of a multi-node job may
  * differ in GPU count (replan: GPUs gone from a host), and a host with
  * fewer than nproc_per_node GPUs is not used. */
@@ -169,6 +172,9 @@ bool tm_has_a2a(const tm_problem *pb);
 double tm_grad_mib(const tm_problem *pb, int s);
 double tm_ring_edge_ms(const tm_problem *pb, double grad_mib, int g, int h);
 double tm_allreduce_ms(const tm_problem *pb, const int *flat);
+/* The rank step replicas on along rank r's all-reduce ring (its pipeline
+ * rank and member; 1: the one it sends to, -1: the one it hears from). */
+int tm_ring_rank(const tm_problem *pb, int r, int step);
 bool tm_constraints_ok(const tm_problem *pb, const int *flat, double t_ref,
                        char *why, size_t whylen);
 int tm_explain_infeasible(const tm_problem *pb, tm_error *err);

@@ -136,6 +136,16 @@ void tm_identity(const tm_problem *pb, int *flat)
 	}
 }
 
+int tm_ref_host(const tm_problem *pb, int n)
+{
+	const int *ref = &pb->ref_gpu[n * pb->nproc];
+	int h = ref[0] >= 0 && ref[0] < pb->ngpu ? pb->gpu_host[ref[0]] : -1;
+	for (int i = 1; i < pb->nproc && h >= 0; i++)
+		if (ref[i] < 0 || ref[i] >= pb->ngpu || pb->gpu_host[ref[i]] != h)
+			h = -1;
+	return h;
+}
+
 /* ---- joining profiles to GPUs ------------------------------------------ */
 
 /* Profile entries (ctx: the profile) by host, ties by position. */

@@ -691,22 +691,17 @@ bool tm_cool_peak(const tm_problem *pb, double deadline_ms, int *flat,
 static double ring_edges(const tm_problem *pb, const int *flat, int n)
 {
 	double x = 0;
-	int dp = pb->nrep;
-	if (dp < 2)
+	if (pb->nrep < 2)
 		return 0;
 	for (int i = 0; i < pb->nproc; i++) {
-		int r = n * pb->nproc + i, s = pb->rank_stage[r];
-		int d = pb->rank_rep[r], q = pb->rank_member[r];
-		double grad = tm_grad_mib(pb, s);
-		int prev, next;
+		int r = n * pb->nproc + i;
+		double grad = tm_grad_mib(pb, pb->rank_stage[r]);
 		if (!(grad > 0))
 			continue;
-		prev = pb->inst_rank[(((d + dp - 1) % dp) * pb->npp + s) *
-		                     pb->nmember + q];
-		next = pb->inst_rank[(((d + 1) % dp) * pb->npp + s) *
-		                     pb->nmember + q];
-		x = fmax(x, tm_ring_edge_ms(pb, grad, flat[prev], flat[r]));
-		x = fmax(x, tm_ring_edge_ms(pb, grad, flat[r], flat[next]));
+		x = fmax(x, tm_ring_edge_ms(pb, grad, flat[tm_ring_rank(pb, r, -1)],
+		                            flat[r]));
+		x = fmax(x, tm_ring_edge_ms(pb, grad, flat[r],
+		                            flat[tm_ring_rank(pb, r, 1)]));
 	}
 	return x;
 }
@@ -792,18 +787,6 @@ static bool move_cooler(const tm_problem *pb, int *flat, int n, int h,
 		return true;
 	memcpy(&flat[n * pb->nproc], H->keep, sizeof(int) * (size_t)pb->nproc);
 	return false;
-}
-
-/* Node rank n's reference host, or -1 when its reference GPUs are not all
- * on one host. */
-static int ref_host(const tm_problem *pb, int n)
-{
-	const int *ref = &pb->ref_gpu[n * pb->nproc];
-	int h = ref[0] >= 0 && ref[0] < pb->ngpu ? pb->gpu_host[ref[0]] : -1;
-	for (int i = 1; i < pb->nproc && h >= 0; i++)
-		if (ref[i] < 0 || ref[i] >= pb->ngpu || pb->gpu_host[ref[i]] != h)
-			h = -1;
-	return h;
 }
 
 /* Do ranks a and b carry the same load: member position, work (forward
@@ -963,7 +946,7 @@ bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
 		for (int n = 0; n < nn; n++)
 			host_node[pb->gpu_host[flat[n * k]]] = n;
 		for (int n = 0; n < nn && !pass; n++) {
-			int h = ref_host(pb, n), at = pb->gpu_host[flat[n * k]], m;
+			int h = tm_ref_host(pb, n), at = pb->gpu_host[flat[n * k]], m;
 			if ((n & 255) == 0 && deadline_ms > 0 &&
 			    tm_now_ms() > deadline_ms) {
 				*stopped = true;
@@ -987,7 +970,7 @@ bool tm_fewer_moves(const tm_problem *pb, double deadline_ms, int *flat,
 			host_node[at] = m;
 		}
 		for (int n = 0; n < nn; n++)
-			if (ref_host(pb, n) == pb->gpu_host[flat[n * k]])
+			if (tm_ref_host(pb, n) == pb->gpu_host[flat[n * k]])
 				reorder_alike(pb, flat, n, &H);
 		kept = memcmp(before, flat, sizeof(int) * (size_t)pb->nranks) &&
 		       keep_fewer(pb, flat, before, &e0);
@@ -1065,11 +1048,9 @@ static bool traffic_between_nodes(const tm_problem *pb)
 		if (tm_grad_mib(pb, s) > 0)
 			for (int i = 0; i < pb->nmember; i++)
 				for (int d = 0; d < pb->nrep; d++) {
-					int e = (d + 1) % pb->nrep;
 					int r = pb->inst_rank[(d * pb->npp + s) *
 					                      pb->nmember + i];
-					int t = pb->inst_rank[(e * pb->npp + s) *
-					                      pb->nmember + i];
+					int t = tm_ring_rank(pb, r, 1);
 					if (r / pb->nproc != t / pb->nproc)
 						return true;
 				}

@@ -472,9 +472,8 @@ static void allreduce_rows(ilp *L)
 		       (L->bwmin * 1e6);
 		for (int q = 0; q < pb->nmember; q++)
 			for (int d = 0; d < pb->nrep; d++) {
-				int e = (d + 1) % pb->nrep;
 				int a = pb->inst_rank[(d * pb->npp + s) * pb->nmember + q];
-				int b = pb->inst_rank[(e * pb->npp + s) * pb->nmember + q];
+				int b = tm_ring_rank(pb, a, 1);
 				for (int g = 0; g < G; g++) {
 					if (!L->xcol[a * G + g])
 						continue;

@@ -72,6 +72,13 @@ static void weigh_hint(const tm_problem *pb, int *flat)
 		memcpy(flat, pb->hint, sizeof(int) * (size_t)pb->nranks);
 }
 
+/* A criterion's relative gap to its bound: 0 when its value is not
+ * above 0. */
+static double own_gap(double value, double bound)
+{
+	return value > 0 ? (value - bound) / value : 0;
+}
+
 /* The fewest moves of any placement at least as good as ev in the
  * criteria before the k-th (moves): no slower, no hotter, each within the
  * policy's tolerance; wear is dropped, which only lowers the bound. */
@@ -109,8 +116,7 @@ static void bounded_heuristic(const tm_problem *pb, const int *flat,
 		                  sol->objective);
 	else
 		sol->bound = 0;
-	sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
-	           sol->objective : 0;
+	sol->gap = own_gap(sol->objective, sol->bound);
 	if (sol->gap < 1e-9)
 		sol->gap = 0;
 	/* the peak's and the wear's own gaps, which this path does not
@@ -127,8 +133,7 @@ static void bounded_heuristic(const tm_problem *pb, const int *flat,
 			sol->moves_bound = fmin(moves_bound(pb, k, &ev), ev.moves);
 	if (pb->crit[0] == TM_CRIT_WEAR) {
 		sol->bound = sol->wear_bound;
-		sol->gap = sol->objective > 0 ? (sol->objective - sol->bound) /
-		           sol->objective : 0;
+		sol->gap = own_gap(sol->objective, sol->bound);
 		if (sol->gap < 1e-9)
 			sol->gap = 0;
 	}
@@ -218,8 +223,7 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 			sol->bound = fmin(fmax(sol->bound,
 			                       time_crit_lower_bound(pb)),
 			                  sol->objective);
-			sol->gap = sol->objective > 0 ? (sol->objective -
-			           sol->bound) / sol->objective : 0;
+			sol->gap = own_gap(sol->objective, sol->bound);
 		}
 		break;
 	}
@@ -247,18 +251,12 @@ int tm_solve(const tm_problem *pb, tm_solution *sol, tm_error *err)
 		else if (k == 0 && !isnan(sol->gap))
 			sol->gaps[k] = sol->gap;
 		else if (pb->crit[k] == TM_CRIT_PEAK && !isnan(sol->peak_bound))
-			sol->gaps[k] = sol->ev.peak_temp_c > 0 ?
-			               (sol->ev.peak_temp_c - sol->peak_bound) /
-			               sol->ev.peak_temp_c : 0;
+			sol->gaps[k] = own_gap(sol->ev.peak_temp_c, sol->peak_bound);
 		else if (pb->crit[k] == TM_CRIT_WEAR && !isnan(sol->wear_bound))
-			sol->gaps[k] = sol->ev.wear > 0 ?
-			               (sol->ev.wear - sol->wear_bound) /
-			               sol->ev.wear : 0;
+			sol->gaps[k] = own_gap(sol->ev.wear, sol->wear_bound);
 		else if (pb->crit[k] == TM_CRIT_MOVES &&
 		         !isnan(sol->moves_bound))
-			sol->gaps[k] = sol->ev.moves > 0 ?
-			               (sol->ev.moves - sol->moves_bound) /
-			               sol->ev.moves : 0;
+			sol->gaps[k] = own_gap(sol->ev.moves, sol->moves_bound);
 	sol->pl = tm_placement_new(pb->nranks);
 	tm_flat_to_placement(pb, flat, sol->pl);
 out:
