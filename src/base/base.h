@@ -24,6 +24,10 @@
 #define TM_MAX_RANKS (1 << 20)
 
 /* util.c */
+/* "thermap: error: out of memory" and abort: what x*alloc do when
+ * memory runs out, and what a library's own allocation failure is
+ * answered with. */
+void tm_oom(void) __attribute__((noreturn));
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

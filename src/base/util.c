@@ -16,7 +16,7 @@
 
 #include "base/base.h"
 
-static void oom(void)
+void tm_oom(void)
 {
 	fputs("thermap: error: out of memory\n", stderr);
 	abort();
@@ -26,7 +26,7 @@ void *xmalloc(size_t n)
 {
 	void *p = malloc(n ? n : 1);
 	if (!p)
-		oom();
+		tm_oom();
 	return p;
 }
 
@@ -34,7 +34,7 @@ void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);
 	if (!p)
-		oom();
+		tm_oom();
 	return p;
 }
 
@@ -42,7 +42,7 @@ void *xrealloc(void *p, size_t n)
 {
 	p = realloc(p, n ? n : 1);
 	if (!p)
-		oom();
+		tm_oom();
 	return p;
 }
 

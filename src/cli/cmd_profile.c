@@ -181,6 +181,13 @@ static int live_args(const profile_args *a, double *s, int *ms,
 	return 0;
 }
 
+/* Positions into a list of names (ctx), by name. */
+static int cmp_host_at(const void *a, const void *b, void *ctx)
+{
+	char *const *h = ctx;
+	return strcmp(h[*(const int *)a], h[*(const int *)b]);
+}
+
 /* --prometheus and its options into q (hosts: the split --hosts list,
  * allocated, with its copy of the text in *hbuf); a usage error when
  * they do not go together. */
@@ -252,7 +259,7 @@ static int prom_args(const profile_args *a, const tm_tele_opts *w,
 		q->selector = *sel;
 	}
 	if (a->hosts) {
-		int n = 1;
+		int n = 1, m = 0, *ord;
 		*hbuf = xstrdup(a->hosts);
 		for (const char *p = a->hosts; *p; p++)
 			n += *p == ',';
@@ -265,12 +272,25 @@ static int prom_args(const profile_args *a, const tm_tele_opts *w,
 			if (!tm_valid_host(h))
 				return cli_usage(&cli_profile, "--hosts %s: '%s' is not a "
 				                 "host name", a->hosts, h);
-			for (int i = 0; i < n; i++)
-				if (!strcmp((*hosts)[i], h))
-					goto dup;
 			(*hosts)[n++] = h;
-dup:;
 		}
+		/* each host once, where it first comes: a stable sort of the
+		 * positions by name puts repeats after their first, and a long
+		 * list stays fast */
+		ord = xmalloc(sizeof *ord * (size_t)n);
+		for (int i = 0; i < n; i++)
+			ord[i] = i;
+		tm_sort(ord, (size_t)n, sizeof *ord, cmp_host_at, *hosts);
+		for (int i = 1, keep = ord[0]; i < n; i++)
+			if (!strcmp((*hosts)[ord[i]], (*hosts)[keep]))
+				(*hosts)[ord[i]] = NULL;
+			else
+				keep = ord[i];
+		free(ord);
+		for (int i = 0; i < n; i++)
+			if ((*hosts)[i])
+				(*hosts)[m++] = (*hosts)[i];
+		n = m;
 		if (n > TL_MAX_GPUS)
 			return cli_usage(&cli_profile, "--hosts: more than %d hosts",
 			                 TL_MAX_GPUS);

@@ -10,6 +10,13 @@
 
 #include "telemetry/telemetry.h"
 
+/* Neither log names its host: --host, or the file's name, must. */
+static int no_host(const tl_src *src)
+{
+	return tm_fail(src->err, TM_EINPUT, "%s: no host: name it with --host "
+	               "NAME or a file name like HOST.txt", src->file);
+}
+
 int tl_read_dmon(tl_src *src, tl_lines *L)
 {
 	enum { D_SKIP, D_DATE, D_TIME, D_GPU, D_NUM };
@@ -20,9 +27,7 @@ int tl_read_dmon(tl_src *src, tl_lines *L)
 
 	src->format = "nvidia-smi dmon";
 	if (!src->host)
-		return tm_fail(src->err, TM_EINPUT, "%s: no host: name it with "
-		               "--host NAME or a file name like HOST.txt",
-		               src->file);
+		return no_host(src);
 	while ((rc = tl_lines_next(L, &line, &len)) == 1) {
 		char buf[1024], *tok, *save = NULL;
 		int c = 0, gpu = -1, id;
@@ -380,9 +385,7 @@ int tl_read_dcgmi(tl_src *src, tl_lines *L)
 	D->sample = -1;
 	D->listed = xmalloc(65536 * sizeof *D->listed);
 	if (!src->host) {
-		rc = tm_fail(src->err, TM_EINPUT, "%s: no host: name it with "
-		             "--host NAME or a file name like HOST.txt",
-		             src->file);
+		rc = no_host(src);
 		goto out;
 	}
 	while ((rc = tl_lines_next(L, &line, &len)) == 1) {

@@ -264,10 +264,8 @@ static int request(papi *A, const char *url, const char *form,
 static void add_param(strbuf *b, CURL *c, const char *key, const char *v)
 {
 	char *e = curl_easy_escape(c, v, 0);
-	if (!e) {
-		fputs("thermap: error: out of memory\n", stderr);
-		abort();
-	}
+	if (!e)
+		tm_oom();
 	sb_addf(b, "%s%s=%s", b->len ? "&" : "", key, e);
 	curl_free(e);
 }
@@ -359,18 +357,30 @@ static int hosts_present(const tl_sink *k, int ngpus, const tm_prom_query *q,
 {
 	strbuf miss;
 	int nmiss = 0, rc = 0;
+	const char **have = xmalloc(sizeof *have * (size_t)(ngpus ? ngpus : 1));
+	/* the GPUs' hosts sorted once, each host asked for found by a
+	 * binary search: a long --hosts list against a large fleet stays
+	 * fast */
+	for (int g = 0; g < ngpus; g++) {
+		const char *u, *p;
+		int x;
+		tl_gpu_ident(k, g, &have[g], &u, &p, &x);
+	}
+	tm_sort(have, (size_t)ngpus, sizeof *have, cmp_str, NULL);
 	sb_init(&miss);
 	for (int i = 0; i < q->nhosts; i++) {
-		bool in = false;
-		for (int g = 0; g < ngpus && !in; g++) {
-			const char *h, *u, *p;
-			int x;
-			tl_gpu_ident(k, g, &h, &u, &p, &x);
-			in = !strcmp(h, q->hosts[i]);
+		int lo = 0, hi = ngpus;
+		while (lo < hi) {
+			int mid = lo + (hi - lo) / 2;
+			if (strcmp(have[mid], q->hosts[i]) < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
 		}
-		if (!in && nmiss++ < 20)
+		if ((lo == ngpus || strcmp(have[lo], q->hosts[i])) && nmiss++ < 20)
 			sb_addf(&miss, "%s%s", nmiss > 1 ? ", " : "", q->hosts[i]);
 	}
+	free(have);
 	if (nmiss)
 		rc = tm_fail(err, TM_EINPUT, "%s: no samples of host%s %s%s from %s "
 		             "to %s; expected every host --hosts names", url,

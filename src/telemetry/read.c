@@ -205,8 +205,6 @@ int tl_read_inputs(tl_sink *k, const tm_tele_input *in, int n, tl_src *srcs,
 	return rc;
 }
 
-/* The profile of what k holds, or TM_EINPUT when it holds no samples
- * (of the n inputs in). */
 int tl_profile_text(const tm_profile *p, const char *from, size_t limit,
                     char **out, tm_error *err)
 {
@@ -223,6 +221,8 @@ int tl_profile_text(const tm_profile *p, const char *from, size_t limit,
 	return 0;
 }
 
+/* The profile of what k holds, or TM_EINPUT when it holds no samples
+ * (of the n inputs in). */
 static int profile_of(tl_sink *k, const tm_tele_input *in, int n,
                       tm_profile **out, tm_error *err)
 {

@@ -286,6 +286,10 @@ fails no-points "thermap: error: $U/api/v1/query_range: no samples of {__name__=
 # shellcheck disable=SC2086
 fails missing-host "thermap: error: $U/api/v1/query_range: no samples of host h200-09 from 2026-11-21T12:15:28.000Z to 2026-11-21T14:42:43.000Z; expected every host --hosts names" \
 	--prometheus "$U" $WIN --hosts h200-01,h200-09
+# a host named again is asked for once, and missed once
+# shellcheck disable=SC2086
+fails missing-host-again "thermap: error: $U/api/v1/query_range: no samples of host h200-09 from 2026-11-21T12:15:28.000Z to 2026-11-21T14:42:43.000Z; expected every host --hosts names" \
+	--prometheus "$U" $WIN --hosts h200-09,h200-01,h200-09,h200-09,h200-01
 # shellcheck disable=SC2086
 fails refused "thermap: error: $U/api/v1/label/__name__/values: HTTP status 400 (bad_data: " \
 	--prometheus "$U" $WIN --selector '{job=~"("}'
