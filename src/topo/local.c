@@ -193,9 +193,9 @@ static int nv_gpus(nv_fns *F, tp_view *v, tm_nvml_dev **dev, tm_error *err)
 				g->model = xstrdup(name);
 		}
 		/* whole MiB, as nvidia-smi prints them, then the GPU list's
-		 * rounding to GiB (smi.c) */
+		 * rounding to GiB */
 		if (F->memory && F->memory((*dev)[i], &m) == 0) {
-			double gib = nearbyint((double)(m.total >> 20) / 1024.0);
+			double gib = tp_mib_to_gib((double)(m.total >> 20));
 			if (gib > 0 && gib <= 1e6)
 				g->memory_gib = gib;
 		}

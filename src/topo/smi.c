@@ -499,7 +499,7 @@ static bool is_na(const char *s)
  * even (nearbyint in the default rounding mode) — the rule and rounding
  * of Python's round() in scripts/derive-h200x4a.py, which derived the
  * fixtures' cluster files: 143771 MiB -> 140 GiB. */
-static double mib_to_gib(double mib)
+double tp_mib_to_gib(double mib)
 {
 	return nearbyint(mib / 1024.0);
 }
@@ -769,7 +769,7 @@ static int q_field(text *T, tp_view *v, tp_gpu *g,
 			return tm_fail(err, TM_EINPUT, "%s:%d: FB Memory Usage "
 			               "Total: expected \"<number> MiB\", found "
 			               "\"%.40s\"", T->file, T->line, val);
-		g->memory_gib = mib_to_gib(mib);
+		g->memory_gib = tp_mib_to_gib(mib);
 	} else if (level == 2 && !strcmp(parent[1], "MIG Mode") &&
 	           !strcmp(key, "Current") && !strcmp(val, "Enabled")) {
 		tp_note(v, "%s:%d: GPU %d has MIG enabled; thermap places whole "
@@ -989,7 +989,7 @@ static int csv_value(text *T, int c, const char *val, bool unit_in_header,
 			return tm_fail(err, TM_EINPUT, "%s:%d: memory.total: expected "
 			               "MiB (\"81559 MiB\"), found \"%.40s\"",
 			               T->file, T->line, val);
-		g->memory_gib = mib_to_gib(mib);
+		g->memory_gib = tp_mib_to_gib(mib);
 		break;
 	}
 	return 0;

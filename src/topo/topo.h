@@ -81,6 +81,9 @@ int tp_read_smi_topo_text(const char *file, const char *data, size_t len,
 int tp_read_gpu_list(const char *file, tp_view *v, tm_error *err);
 int tp_read_gpu_list_text(const char *file, const char *data, size_t len,
                           tp_view *v, tm_error *err);
+/* Device memory of the GPU list, MiB, as its GiB (smi.c: the rounding
+ * every source of the same GPUs uses, NVML's included). */
+double tp_mib_to_gib(double mib);
 
 /* Reads hwloc XML (file), or the live machine (file NULL), through
  * libhwloc: NVIDIA GPUs (CUDA/NVML OS devices, else NVIDIA PCI display
