@@ -103,6 +103,30 @@ pinned() {
 	fi
 }
 
+# pinned_run NAME WHAT: a run's exit code ($W/rc), stderr ($W/err) and,
+# when it exited 0, its output ($W/c.json) against $E/NAME.rc, .err and
+# .json, WHAT naming it in a failure; with --update they are written
+# there instead and it returns 1 (nothing was compared)
+pinned_run() {
+	name=$1 what=$2 rc=$(cat "$W/rc")
+	if [ "$update" = --update ]; then
+		cp "$W/rc" "$E/$name.rc"
+		cp "$W/err" "$E/$name.err"
+		if [ "$rc" -eq 0 ]; then cp "$W/c.json" "$E/$name.json"
+		else rm -f "$E/$name.json"; fi
+		return 1
+	fi
+	if cmp -s "$W/rc" "$E/$name.rc" && cmp -s "$W/err" "$E/$name.err" &&
+	   { [ "$rc" -ne 0 ] || cmp -s "$W/c.json" "$E/$name.json"; }; then
+		ok
+	else
+		bad "$what (exit $rc)"
+		diff "$E/$name.err" "$W/err" | head -5
+		[ "$rc" -eq 0 ] && diff "$E/$name.json" "$W/c.json" | head -10
+	fi
+	return 0
+}
+
 expect() {
 	want=$1 name=$2
 	shift 2

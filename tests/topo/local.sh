@@ -52,21 +52,9 @@ case_() {
 	    >"$W/c.json" 2>"$W/err"
 	rc=$?
 	printf '%s\n' "$rc" >"$W/rc"
-	if [ "$update" = --update ]; then
-		cp "$W/rc" "$E/local-$name.rc"
-		cp "$W/err" "$E/local-$name.err"
-		if [ $rc -eq 0 ]; then cp "$W/c.json" "$E/local-$name.json"
-		else rm -f "$E/local-$name.json"; fi
+	if ! pinned_run "local-$name" "topo --local $name"; then
 		ok
 		return
-	fi
-	if cmp -s "$W/rc" "$E/local-$name.rc" && cmp -s "$W/err" "$E/local-$name.err" &&
-	   { [ $rc -ne 0 ] || cmp -s "$W/c.json" "$E/local-$name.json"; }; then
-		ok
-	else
-		bad "topo --local $name (exit $rc)"
-		diff "$E/local-$name.err" "$W/err" | head -5
-		[ $rc -eq 0 ] && diff "$E/local-$name.json" "$W/c.json" | head -10
 	fi
 	# an error is one line; warnings are one line each, never a crash
 	if [ $rc -ne 0 ] && [ "$(grep -vc '^thermap: warning: ' "$W/err")" != 1 ]; then
