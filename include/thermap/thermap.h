@@ -112,9 +112,10 @@ const char *tm_link_name(int link, int nv, char buf[16]);
 /* ---- profile: thermap.profile/1 ----------------------------------------- */
 
 /* The number fields of a profile entry, in the order the profile writer
- * writes them (derate_basis after derate_sd; power_wait_w and
- * power_wait_sd_w only when not null). Bit f of tm_gpu_profile's
- * estimated and calibrated masks stands for field f. */
+ * writes them (derate_basis after derate_sd; power_wait_w,
+ * power_wait_sd_w, background_power_w and background_power_sd_w only when
+ * not null). Bit f of tm_gpu_profile's estimated and calibrated masks
+ * stands for field f. */
 enum tm_profile_field {
 	TM_PF_SAMPLES, TM_PF_LOAD_SAMPLES, TM_PF_SPAN_S,
 	TM_PF_TEMP_IDLE_C, TM_PF_TEMP_LOAD_C, TM_PF_TEMP_P95_C,
@@ -125,10 +126,32 @@ enum tm_profile_field {
 	TM_PF_THERMAL_SLOWDOWN_FRAC, TM_PF_POWER_CAP_FRAC,
 	TM_PF_DERATE, TM_PF_DERATE_SD,
 	TM_PF_POWER_WAIT_W, TM_PF_POWER_WAIT_SD_W,
+	TM_PF_BACKGROUND_W, TM_PF_BACKGROUND_SD_W,
 	TM_PF_N
 };
 /* "temp_idle_c", ...: the JSON name of a number field. */
 const char *tm_profile_field_name(int field);
+
+/* How the GPUs of one host heat each other (docs/model.md, section 5):
+ * this GPU's temperature rises by c_per_w °C for every W that GPU `from`
+ * of the same host draws above that GPU's own power_idle_w. */
+typedef struct tm_coupling_src {
+	int index;              /* the source's nvidia-smi index, -1 when null */
+	char *uuid;             /* its UUID, or NULL */
+	double c_per_w;         /* °C per W, ≥ 0 */
+	double sd_c_per_w;      /* standard uncertainty, NAN when unknown */
+} tm_coupling_src;
+
+typedef struct tm_coupling {
+	char *how;              /* how it was obtained, one line */
+	int nfrom;              /* sources */
+	tm_coupling_src *from;
+	int npoints;            /* the steady states it was fitted on */
+	double *points;         /* npoints × (2 + nfrom): temperature (°C),
+	                           this GPU's power, then each source's power
+	                           (W), in the order of from */
+	char **point_source;    /* per point: where it came from, or NULL */
+} tm_coupling;
 
 typedef struct tm_gpu_profile {
 	char *host;             /* host name, or NULL */
@@ -158,6 +181,10 @@ typedef struct tm_gpu_profile {
 	double temp_fit_sd_c;   /* residual spread of the fit, °C */
 	double power_wait_w;    /* a job's rank while it waits (calibrate) */
 	double power_wait_sd_w; /* its standard uncertainty */
+	double background_power_w;    /* power of work that is not the job's
+	                                 (calibrate), W */
+	double background_power_sd_w; /* its standard uncertainty */
+	tm_coupling *coupling;  /* how its neighbours heat it, or NULL */
 	unsigned long long estimated;  /* number fields marked "estimated":
 	                                  bit f set where estimated_how[f] is */
 	unsigned long long calibrated; /* the same for "calibrated" */

@@ -37,7 +37,50 @@ void tm_gpu_profile_clear(tm_gpu_profile *g)
 	for (int i = 0; i < g->nfrom_baseline; i++)
 		free(g->from_baseline[i]);
 	free(g->from_baseline);
+	tm_coupling_free(g->coupling);
 	memset(g, 0, sizeof *g);
+}
+
+void tm_coupling_free(tm_coupling *c)
+{
+	if (!c)
+		return;
+	free(c->how);
+	for (int k = 0; k < c->nfrom; k++)
+		free(c->from[k].uuid);
+	free(c->from);
+	for (int i = 0; c->point_source && i < c->npoints; i++)
+		free(c->point_source[i]);
+	free(c->point_source);
+	free(c->points);
+	free(c);
+}
+
+tm_coupling *tm_coupling_dup(const tm_coupling *c)
+{
+	tm_coupling *d;
+	size_t w;
+	if (!c)
+		return NULL;
+	d = xcalloc(1, sizeof *d);
+	w = (size_t)(2 + c->nfrom);
+	d->how = c->how ? xstrdup(c->how) : NULL;
+	d->nfrom = c->nfrom;
+	d->from = xcalloc((size_t)(c->nfrom ? c->nfrom : 1), sizeof *d->from);
+	for (int k = 0; k < c->nfrom; k++) {
+		d->from[k] = c->from[k];
+		d->from[k].uuid = c->from[k].uuid ? xstrdup(c->from[k].uuid) : NULL;
+	}
+	d->npoints = c->npoints;
+	d->points = xmalloc(sizeof(double) * w * (size_t)(c->npoints ?
+	                                                   c->npoints : 1));
+	memcpy(d->points, c->points, sizeof(double) * w * (size_t)c->npoints);
+	d->point_source = xcalloc((size_t)(c->npoints ? c->npoints : 1),
+	                          sizeof(char *));
+	for (int i = 0; c->point_source && i < c->npoints; i++)
+		d->point_source[i] = c->point_source[i] ?
+		                     xstrdup(c->point_source[i]) : NULL;
+	return d;
 }
 
 /* The number fields, in the order of enum tm_profile_field: their JSON
@@ -72,6 +115,8 @@ static const struct field {
 	F(TM_PF_DERATE_SD, derate_sd, 0, 100, 4),
 	F(TM_PF_POWER_WAIT_W, power_wait_w, 0, 1e5, 2),
 	F(TM_PF_POWER_WAIT_SD_W, power_wait_sd_w, 0, 1e5, 2),
+	F(TM_PF_BACKGROUND_W, background_power_w, 0, 1e5, 2),
+	F(TM_PF_BACKGROUND_SD_W, background_power_sd_w, 0, 1e5, 2),
 #undef F
 };
 #define NFIELDS TM_PF_N
@@ -185,6 +230,44 @@ static void put_marks(jw *w, const char *key, char *const how[TM_PF_N])
 		jw_end_obj(w);
 }
 
+/* "coupling": how it was fitted, its sources and the steady states it
+ * stands on (docs/formats.md). */
+static void put_coupling(jw *w, const tm_coupling *c)
+{
+	int np = 2 + c->nfrom;
+	jw_obj(w, "coupling", false);
+	jw_str(w, "how", c->how);
+	jw_arr(w, "from", false);
+	for (int k = 0; k < c->nfrom; k++) {
+		const tm_coupling_src *s = &c->from[k];
+		jw_obj(w, NULL, true);
+		if (s->index >= 0)
+			jw_int(w, "index", s->index);
+		else
+			jw_null(w, "index");
+		jw_str(w, "uuid", s->uuid);
+		put_num(w, "c_per_w", s->c_per_w, 5);
+		put_num(w, "sd_c_per_w", s->sd_c_per_w, 5);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_arr(w, "points", false);
+	for (int i = 0; i < c->npoints; i++) {
+		const double *p = &c->points[(size_t)i * (size_t)np];
+		jw_obj(w, NULL, true);
+		put_num(w, "temp_c", p[0], 2);
+		jw_arr(w, "power_w", true);
+		for (int k = 1; k < np; k++)
+			put_num(w, NULL, p[k], 2);
+		jw_end_arr(w);
+		if (c->point_source && c->point_source[i])
+			jw_str(w, "source", c->point_source[i]);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
+	jw_end_obj(w);
+}
+
 static void put_entry(jw *w, const tm_gpu_profile *g)
 {
 	jw_obj(w, NULL, false);
@@ -197,7 +280,8 @@ static void put_entry(jw *w, const tm_gpu_profile *g)
 		jw_null(w, "index");
 	for (int f = 0; f < NFIELDS; f++) {
 		double v = field_get(g, f);
-		if ((f == TM_PF_POWER_WAIT_W || f == TM_PF_POWER_WAIT_SD_W) &&
+		if ((f == TM_PF_POWER_WAIT_W || f == TM_PF_POWER_WAIT_SD_W ||
+		     f == TM_PF_BACKGROUND_W || f == TM_PF_BACKGROUND_SD_W) &&
 		    isnan(v))
 			continue;   /* calibrate's: absent until it fits them */
 		put_num(w, fields[f].name, v, fields[f].decimals);
@@ -209,6 +293,8 @@ static void put_entry(jw *w, const tm_gpu_profile *g)
 				       tm_derate_basis_name(g->derate_basis));
 		}
 	}
+	if (g->coupling)
+		put_coupling(w, g->coupling);
 	put_marks(w, "estimated", g->estimated_how);
 	if (g->nfrom_baseline) {
 		jw_arr(w, "from_baseline", false);
@@ -259,7 +345,7 @@ static const int load_order[NFIELDS] = {
 	TM_PF_SM_CLOCK_LOAD_MHZ, TM_PF_SM_CLOCK_MAX_MHZ,
 	TM_PF_THERMAL_SLOWDOWN_FRAC, TM_PF_POWER_CAP_FRAC, TM_PF_DERATE,
 	TM_PF_DERATE_SD, TM_PF_TEMP_FIT_SD_C, TM_PF_POWER_WAIT_W,
-	TM_PF_POWER_WAIT_SD_W,
+	TM_PF_POWER_WAIT_SD_W, TM_PF_BACKGROUND_W, TM_PF_BACKGROUND_SD_W,
 };
 
 /* The number field of a JSON name, -1 when it is not one. */
@@ -300,6 +386,113 @@ static int load_marks(const jin *J, json_t *o, const char *path,
 	return 0;
 }
 
+/* "coupling" (docs/formats.md): at most this many sources and points. */
+#define COUPLING_MAX_FROM 1024
+#define COUPLING_MAX_POINTS 256
+
+static int load_coupling(const jin *J, json_t *o, const char *path,
+                         bool quiet, tm_gpu_profile *g)
+{
+	static const char *const known[] = { "how", "from", "points", NULL };
+	static const char *const kfrom[] = { "index", "uuid", "c_per_w",
+	                                     "sd_c_per_w", NULL };
+	static const char *const kpoint[] = { "temp_c", "power_w", "source",
+	                                      NULL };
+	json_t *c, *from, *pts, *v;
+	char p2[96], p3[128];
+	tm_coupling *cp;
+	size_t i;
+	int rc, np;
+
+	if ((rc = jin_obj(J, o, path, "coupling", JF_NULL, &c)) || !c)
+		return rc;
+	snprintf(p2, sizeof p2, "%s.coupling", path);
+	if (!quiet)
+		jin_unknown(J, c, p2, known);
+	cp = g->coupling = xcalloc(1, sizeof *cp);
+	if ((rc = jin_str(J, c, p2, "how", JF_REQ, &cp->how)))
+		return rc;
+	if (!*cp->how)
+		return jin_fail(J, p2, "how", "expected a non-empty string saying "
+		                "how the coupling was obtained");
+	if ((rc = jin_arr(J, c, p2, "from", JF_REQ, &from)))
+		return rc;
+	if (json_array_size(from) < 1 ||
+	    json_array_size(from) > COUPLING_MAX_FROM)
+		return jin_fail(J, p2, "from", "expected 1 to %d sources",
+		                COUPLING_MAX_FROM);
+	cp->nfrom = (int)json_array_size(from);
+	cp->from = xcalloc((size_t)cp->nfrom, sizeof *cp->from);
+	json_array_foreach(from, i, v) {
+		tm_coupling_src *s = &cp->from[i];
+		snprintf(p3, sizeof p3, "%s.from[%zu]", p2, i);
+		s->index = -1;
+		s->c_per_w = s->sd_c_per_w = NAN;
+		if (!json_is_object(v))
+			return jin_fail(J, p3, NULL, "expected an object naming a GPU "
+			                "of the same host and its c_per_w");
+		if (!quiet)
+			jin_unknown(J, v, p3, kfrom);
+		if ((rc = jin_int(J, v, p3, "index", JF_NULL, 0, 65535,
+		                  &s->index)) ||
+		    (rc = jin_str(J, v, p3, "uuid", JF_NULL, &s->uuid)) ||
+		    (rc = jin_num(J, v, p3, "c_per_w", JF_REQ, 0, 1,
+		                  &s->c_per_w)) ||
+		    (rc = jin_num(J, v, p3, "sd_c_per_w", JF_NULL, 0, 1,
+		                  &s->sd_c_per_w)))
+			return rc;
+		if (s->uuid && !tm_valid_uuid(s->uuid))
+			return jin_fail(J, p3, "uuid", "\"%.100s\" is not a GPU UUID",
+			                s->uuid);
+		if (!s->uuid && s->index < 0)
+			return jin_fail(J, p3, NULL, "names no GPU; expected a uuid "
+			                "or an index");
+		if ((s->uuid && g->uuid && !strcmp(s->uuid, g->uuid)) ||
+		    (!s->uuid && s->index >= 0 && s->index == g->index))
+			return jin_fail(J, p3, NULL, "is the entry's own GPU; expected "
+			                "another GPU of its host");
+	}
+	if ((rc = jin_arr(J, c, p2, "points", JF_REQ, &pts)))
+		return rc;
+	if (json_array_size(pts) > COUPLING_MAX_POINTS)
+		return jin_fail(J, p2, "points", "expected at most %d points",
+		                COUPLING_MAX_POINTS);
+	np = 2 + cp->nfrom;
+	cp->npoints = (int)json_array_size(pts);
+	cp->points = xcalloc((size_t)np * (size_t)(cp->npoints ? cp->npoints : 1),
+	                     sizeof(double));
+	cp->point_source = xcalloc((size_t)(cp->npoints ? cp->npoints : 1),
+	                           sizeof(char *));
+	json_array_foreach(pts, i, v) {
+		double *q = &cp->points[i * (size_t)np];
+		json_t *pw, *x;
+		size_t k;
+		snprintf(p3, sizeof p3, "%s.points[%zu]", p2, i);
+		if (!json_is_object(v))
+			return jin_fail(J, p3, NULL, "expected an object with temp_c "
+			                "and power_w");
+		if (!quiet)
+			jin_unknown(J, v, p3, kpoint);
+		if ((rc = jin_num(J, v, p3, "temp_c", JF_REQ, -50, 200, &q[0])) ||
+		    (rc = jin_arr(J, v, p3, "power_w", JF_REQ, &pw)) ||
+		    (rc = jin_str(J, v, p3, "source", JF_NULL,
+		                  &cp->point_source[i])))
+			return rc;
+		if (json_array_size(pw) != (size_t)(np - 1))
+			return jin_fail(J, p3, "power_w", "has %zu powers; expected "
+			                "%d: this GPU's, then one per source", 
+			                json_array_size(pw), np - 1);
+		json_array_foreach(pw, k, x) {
+			double d = json_is_number(x) ? json_number_value(x) : NAN;
+			if (!(d >= 0 && d <= 1e5))
+				return jin_fail(J, p3, "power_w", "[%zu]: expected a "
+				                "power from 0 to 100000 W", k);
+			q[1 + k] = d;
+		}
+	}
+	return 0;
+}
+
 /* "from_baseline": the names of the fields a window took from an earlier
  * profile. Provenance for people, so it is not checked: its strings are
  * kept (in order), anything else in it is not. */
@@ -327,7 +520,8 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 		"power_load_w", "power_limit_w", "ambient_c", "r_c_per_w",
 		"sm_clock_load_mhz", "sm_clock_max_mhz", "thermal_slowdown_frac",
 		"power_cap_frac", "derate", "derate_sd", "temp_fit_sd_c",
-		"power_wait_w", "power_wait_sd_w", NULL
+		"power_wait_w", "power_wait_sd_w", "background_power_w",
+		"background_power_sd_w", "coupling", NULL
 	};
 	char *pci = NULL, *basis = NULL;
 	int rc;
@@ -387,6 +581,8 @@ static int load_entry(const jin *J, json_t *o, const char *path,
 	                     g->calibrated_how)))
 		goto fail;
 	load_taken(o, g);
+	if ((rc = load_coupling(J, o, path, quiet, g)))
+		goto fail;
 	if (isfinite(g->power_wait_w) && isfinite(g->power_load_w) &&
 	    g->power_wait_w > g->power_load_w + 1e-9) {
 		rc = jin_fail(J, path, "power_wait_w", "%.2f W is above "
@@ -508,7 +704,7 @@ static bool wants(const tm_gpu_profile *g, const tm_gpu_profile *b, int f)
 
 /* The fields one entry takes, in the order taken. */
 typedef struct took {
-	const char *name[TM_PF_N + 1];
+	const char *name[TM_PF_N + 2];
 	int n;
 } took;
 
