@@ -33,6 +33,15 @@ double tm_temp_sd(const tm_problem *pb, int g, double busy)
 	            TEMP_ENV_SD_C * TEMP_ENV_SD_C);
 }
 
+double tm_rank_temp_sd_in(const tm_problem *pb, const int *flat, int r,
+                          double t)
+{
+	double c;
+	tm_rank_heat_in(pb, flat, r, t, &c);
+	return hypot(tm_temp_sd(pb, flat[r], tm_rank_busy(pb, r, flat[r], t)),
+	             c);
+}
+
 typedef struct hot {
 	double t;    /* predicted temperature */
 	int g;       /* GPU */
@@ -52,7 +61,7 @@ static hot *sorted_temps(const tm_problem *pb, const int *flat, double t)
 {
 	hot *h = xmalloc(sizeof(hot) * (size_t)pb->nranks);
 	for (int r = 0; r < pb->nranks; r++) {
-		h[r].t = tm_rank_temp(pb, r, flat[r], t);
+		h[r].t = tm_rank_temp_in(pb, flat, r, t);
 		h[r].g = flat[r];
 		h[r].busy = tm_rank_busy(pb, r, flat[r], t);
 	}

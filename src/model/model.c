@@ -222,6 +222,51 @@ double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter)
 	return tm_gpu_power(pb, g, tm_rank_busy(pb, rank, g, t_iter));
 }
 
+/* ---- the heat of the neighbours --------------------------------------------
+ * With a coupling in the profile a GPU's temperature depends on what the
+ * other GPUs of its host draw: a rank's power, or, where the job leaves a
+ * GPU unused, its idle (or background) power. A host holds one node rank,
+ * so the ranks on a GPU's neighbours are among its own node rank's.
+ * tm_rank_temp_in is the one place that adds that heat; without coupling
+ * it is tm_rank_temp's own level. */
+
+/* The power GPU h draws in placement flat, where h is on the host of node
+ * rank n. */
+static double power_at(const tm_problem *pb, const int *flat, int n, int h,
+                       double t)
+{
+	for (int q = n * pb->nproc; q < (n + 1) * pb->nproc; q++)
+		if (flat[q] == h)
+			return tm_rank_power(pb, q, h, t);
+	return pb->p_unused[h];
+}
+
+double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
+                       double t, double *sd)
+{
+	int g = flat[r], n = r / pb->nproc;
+	double x = 0, v = 0;
+	for (int k = pb->coupled ? pb->cp_first[g] : 0;
+	     pb->coupled && k < pb->cp_first[g + 1]; k++) {
+		int h = pb->cp_src[k];
+		double dp = power_at(pb, flat, n, h, t) - pb->p_idle[h];
+		if (!isfinite(dp))
+			continue;
+		x += pb->cp_c[k] * dp;
+		v += pb->cp_sd[k] * dp * (pb->cp_sd[k] * dp);
+	}
+	if (sd)
+		*sd = sqrt(v);
+	return x;
+}
+
+double tm_rank_temp_in(const tm_problem *pb, const int *flat, int r,
+                       double t)
+{
+	return tm_rank_temp(pb, r, flat[r], t) +
+	       tm_rank_heat_in(pb, flat, r, t, NULL);
+}
+
 /* ---- the evaluation of a placement --------------------------------------- */
 
 /* Returns the iteration time and fills ev (temperatures at the placement's
@@ -239,12 +284,12 @@ double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
 	ev->iteration_ms = t;
 	ev->peak_temp_c = ev->peak_ref_c = -INFINITY;
 	for (int r = 0; r < pb->nranks; r++) {
-		double x = tm_rank_temp(pb, r, flat[r], t);
+		double x = tm_rank_temp_in(pb, flat, r, t);
 		if (x > ev->peak_temp_c)
 			ev->peak_temp_c = x;
 		ev->wear += tm_wear_of(x);
 		if (t_ref > 0) {
-			x = tm_rank_temp(pb, r, flat[r], t_ref);
+			x = tm_rank_temp_in(pb, flat, r, t_ref);
 			if (x > ev->peak_ref_c)
 				ev->peak_ref_c = x;
 			ev->wear_ref += tm_wear_of(x);
@@ -370,11 +415,22 @@ bool tm_constraints_ok(const tm_problem *pb, const int *flat, double t_ref,
 			         r, pb->mem_need[pb->rank_stage[r]], pb->mem_gib[g]);
 			return false;
 		}
-		if (isfinite(pol->max_temp_c) && t_ref > 0 &&
-		    tm_rank_temp(pb, r, g, t_ref) > pol->max_temp_c + 1e-9) {
+	}
+	for (int r = 0; isfinite(pol->max_temp_c) && t_ref > 0 &&
+	     r < pb->nranks; r++) {
+		double x = tm_rank_temp_in(pb, flat, r, t_ref);
+		if (x > pol->max_temp_c + 1e-9) {
 			snprintf(why, len, "rank %d's GPU reaches %.1f °C, above "
-			         "max_temp_c %.1f", r, tm_rank_temp(pb, r, g, t_ref),
-			         pol->max_temp_c);
+			         "max_temp_c %.1f", r, x, pol->max_temp_c);
+			return false;
+		}
+	}
+	if (isfinite(pb->time_cap_ms)) {
+		tm_eval ev;
+		double t = tm_eval_flat(pb, flat, 0, &ev);
+		if (t > pb->time_cap_ms * (1 + 1e-12)) {
+			snprintf(why, len, "its iteration takes %.3f ms, more than "
+			         "the %.3f ms it must keep", t, pb->time_cap_ms);
 			return false;
 		}
 	}

@@ -39,6 +39,23 @@ struct tm_problem {
 	double *p_wait;       /* power of a rank that waits, W (NAN) */
 	double *p_slope;      /* W per unit busy fraction */
 	double *t_wait_sd;    /* °C: t_wait's uncertainty from p_wait's */
+	double *p_unused;     /* power when the job leaves the GPU unused:
+	                         the larger of idle and background power, W
+	                         (NAN) */
+	double *p_idle;       /* power_idle_w: the zero of its coupling, W
+	                         (NAN) */
+	double *p_bg;         /* background power (another process), W; NAN:
+	                         none */
+	double *p_bg_sd;      /* its uncertainty, W */
+	/* the heat the other GPUs of a host give GPU g (docs/model.md, 5):
+	 * sources cp_src[k], k in cp_first[g] .. cp_first[g+1]−1, each
+	 * cp_c[k] °C per W above its p_idle (uncertainty cp_sd[k]); all NULL
+	 * when the profile gives no coupling */
+	int *cp_first, *cp_src;
+	double *cp_c, *cp_sd;
+	bool coupled;         /* some GPU has a coupling source */
+	double time_cap_ms;   /* no placement slower than this (INFINITY:
+	                         none); the evidence rule's re-solves set it */
 	double *t_fit_sd;     /* °C: the thermal fit's residual spread */
 	double *derate_sd;    /* derate's standard uncertainty */
 	double *headroom;     /* headroom_c, NAN when unknown */
@@ -140,6 +157,15 @@ double tm_gpu_power(const tm_problem *pb, int g, double busy);
 double tm_rank_busy(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_rank_temp(const tm_problem *pb, int rank, int g, double t_iter);
 double tm_rank_power(const tm_problem *pb, int rank, int g, double t_iter);
+/* Rank r's temperature in placement flat at iteration time t: its own
+ * level (tm_rank_temp) plus the heat the other GPUs of its host give it at
+ * the powers they draw in this placement (docs/model.md, section 5). The
+ * heat alone is tm_rank_heat_in, with (sd, may be NULL) the part of its
+ * uncertainty the coupling's own carries. */
+double tm_rank_temp_in(const tm_problem *pb, const int *flat, int r,
+                       double t);
+double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
+                       double t, double *sd);
 double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
                     tm_eval *ev);
@@ -192,6 +218,10 @@ double tm_crit_bound(const tm_problem *pb, int crit, double best);
 /* A temperature prediction's standard uncertainty on GPU g at busy
  * fraction busy (°C). */
 double tm_temp_sd(const tm_problem *pb, int g, double busy);
+/* The same for rank r in placement flat at iteration time t, with the
+ * uncertainty of the heat its neighbours give it. */
+double tm_rank_temp_sd_in(const tm_problem *pb, const int *flat, int r,
+                          double t);
 /* The gains of cand over ref, each with its uncertainty. */
 void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
                 tm_gain *g);

@@ -37,6 +37,14 @@ void tm_problem_free(tm_problem *pb)
 	free(pb->p_slope);
 	free(pb->headroom);
 	free(pb->t_wait_sd);
+	free(pb->p_unused);
+	free(pb->p_idle);
+	free(pb->p_bg);
+	free(pb->p_bg_sd);
+	free(pb->cp_first);
+	free(pb->cp_src);
+	free(pb->cp_c);
+	free(pb->cp_sd);
 	free(pb->t_fit_sd);
 	free(pb->derate_sd);
 	free(pb->mem_gib);
@@ -367,6 +375,13 @@ static int gpu_model(tm_problem *pb, int g, const tm_gpu_profile *e,
 	double pi = e->power_idle_w, pl = e->power_load_w, pw = NAN, pw_sd = NAN;
 	double share = WAIT_SHARE, share_sd = WAIT_SHARE_SD;
 
+	pb->p_idle[g] = pi;
+	pb->p_bg[g] = e->background_power_w;
+	pb->p_bg_sd[g] = isfinite(e->background_power_sd_w) ?
+	                 e->background_power_sd_w : 0;
+	pb->p_unused[g] = isfinite(e->background_power_w) &&
+	                  !(e->background_power_w <= pi) ?
+	                  e->background_power_w : pi;
 	if (isfinite(e->power_wait_w)) {
 		pw = e->power_wait_w;
 		pw_sd = isfinite(e->power_wait_sd_w) ? e->power_wait_sd_w :
@@ -379,6 +394,17 @@ static int gpu_model(tm_problem *pb, int g, const tm_gpu_profile *e,
 	} else if (isfinite(pi) && isfinite(pl)) {
 		pw = pi + WAIT_SHARE * (pl - pi);
 		pw_sd = WAIT_SHARE_SD * fabs(pl - pi);
+	}
+	/* another process keeps the GPU busy while the rank waits: the GPU
+	 * draws the larger of the two (docs/model.md, section 5) */
+	if (isfinite(e->background_power_w) && !(e->background_power_w <= pw)) {
+		pw = isfinite(pl) ? fmin(pl, e->background_power_w) :
+		     e->background_power_w;
+		pw_sd = pb->p_bg_sd[g];
+		if (isfinite(pi) && isfinite(pl) && pl - pi > 1) {
+			share = fmin(1, fmax(0, (pw - pi) / (pl - pi)));
+			share_sd = pw_sd / (pl - pi);
+		}
 	}
 	pb->headroom[g] = e->headroom_c;
 	pb->p_wait[g] = pw;
@@ -512,6 +538,10 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 			pb->p_slope[g] = pb->p_slope[worst];
 			pb->t_wait_sd[g] = pb->t_wait_sd[worst];
 			pb->t_fit_sd[g] = pb->t_fit_sd[worst];
+			pb->p_unused[g] = pb->p_unused[worst];
+			pb->p_idle[g] = pb->p_idle[worst];
+			pb->p_bg[g] = pb->p_bg[worst];
+			pb->p_bg_sd[g] = pb->p_bg_sd[worst];
 			tm_problem_note(pb, "host %s GPU %d has no profile entry; "
 			                "treated as the worst profiled GPU", n->host,
 			                n->gpus[pb->gpu_pos[g]].index);
@@ -542,6 +572,74 @@ static int thermal(tm_problem *pb, const tm_profile *p, bool allow_unprofiled,
 		tm_problem_note(pb, "%d GPU(s) have a derate inside its own "
 		                "uncertainty; taken at full speed", inside);
 	return 0;
+}
+
+/* ---- how the GPUs of a host heat each other ------------------------------
+ * A profile entry's coupling names other GPUs of its host (by UUID when
+ * both sides know one, else by index) and how many °C each W they draw
+ * above their idle power adds to this GPU (docs/model.md, section 5).
+ * It counts only beside the fit it was fitted with, and only from a
+ * source whose idle power is known; a source the cluster lacks is left
+ * out, and a note says how many. */
+
+static int coupling_source(const tm_problem *pb, int g,
+                           const tm_coupling_src *s)
+{
+	int h = pb->gpu_host[g];
+	const tm_node *n = &pb->c->nodes[h];
+	for (int i = 0; i < n->ngpus; i++) {
+		const tm_gpu *x = &n->gpus[i];
+		int f = pb->host_first[h] + i;
+		if (f == g)
+			continue;
+		if (s->uuid && x->uuid ? !strcmp(s->uuid, x->uuid) :
+		    s->index >= 0 && x->index == s->index)
+			return f;
+	}
+	return -1;
+}
+
+static void coupling(tm_problem *pb, const tm_profile *p)
+{
+	int n = 0, lost = 0, cap = 0;
+	pb->cp_first = xcalloc((size_t)pb->ngpu + 1, sizeof(int));
+	for (int g = 0; g < pb->ngpu; g++) {
+		const tm_gpu_profile *e = pb->prof[g] >= 0 ? &p->gpus[pb->prof[g]] :
+		                          NULL;
+		pb->cp_first[g] = n;
+		/* with the fit it came with: the share model has no powers */
+		if (!e || !e->coupling || !isfinite(e->ambient_c) ||
+		    !isfinite(e->r_c_per_w) || !isfinite(pb->p_wait[g]))
+			continue;
+		for (int k = 0; k < e->coupling->nfrom; k++) {
+			const tm_coupling_src *s = &e->coupling->from[k];
+			int h = coupling_source(pb, g, s);
+			if (h < 0 || !isfinite(pb->p_idle[h])) {
+				lost++;
+				continue;
+			}
+			if (n == cap) {
+				cap = cap ? 2 * cap : 64;
+				pb->cp_src = xrealloc(pb->cp_src, sizeof(int) * (size_t)cap);
+				pb->cp_c = xrealloc(pb->cp_c, sizeof(double) * (size_t)cap);
+				pb->cp_sd = xrealloc(pb->cp_sd, sizeof(double) * (size_t)cap);
+			}
+			pb->cp_src[n] = h;
+			pb->cp_c[n] = s->c_per_w;
+			pb->cp_sd[n] = isfinite(s->sd_c_per_w) ? s->sd_c_per_w : 0;
+			n++;
+		}
+	}
+	pb->cp_first[pb->ngpu] = n;
+	pb->coupled = n > 0;
+	if (!pb->coupled) {
+		free(pb->cp_first);
+		pb->cp_first = NULL;
+	}
+	if (lost)
+		tm_problem_note(pb, "%d coupling source(s) of the profile are not "
+		                "GPUs of their host in the cluster, or have no "
+		                "power_idle_w: left out", lost);
 }
 
 /* ---- cluster and ranks -------------------------------------------------- */
@@ -910,11 +1008,19 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	pb->headroom = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	pb->t_wait_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
 	pb->t_fit_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_unused = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_idle = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_bg = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->p_bg_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	for (int g = 0; g < pb->ngpu; g++)
+		pb->p_unused[g] = pb->p_idle[g] = pb->p_bg[g] = NAN;
 	pb->derate_sd = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	pb->time_cap_ms = INFINITY;
 	pb->prof = xmalloc(sizeof(int) * (size_t)pb->ngpu);
 	if ((rc = join_profiles(pb, p, err)) ||
 	    (rc = thermal(pb, p, allow_unprofiled, err)))
 		goto fail;
+	coupling(pb, p);
 
 	pb->nranks = j->world;
 	pb->nproc = j->nproc_per_node;

@@ -663,7 +663,7 @@ static double predict(const tm_problem *pb, const int *flat, double *busy,
 		if (power)
 			power[r] = tm_rank_power(pb, r, flat[r], t);
 		if (temp)
-			temp[r] = tm_rank_temp(pb, r, flat[r], t);
+			temp[r] = tm_rank_temp_in(pb, flat, r, t);
 	}
 	return t;
 }

@@ -70,12 +70,12 @@ void tm_why_stage(const tm_problem *pb, const int *flat, const int *base,
 		int r = sr[i];
 		double x;
 		busy = fmax(busy, tm_rank_busy(pb, r, flat[r], t));
-		x = tm_rank_temp(pb, r, flat[r], t);
+		x = tm_rank_temp_in(pb, flat, r, t);
 		if (x > temp) {
 			temp = x;
-			tsd = tm_temp_sd(pb, flat[r], tm_rank_busy(pb, r, flat[r], t));
+			tsd = tm_rank_temp_sd_in(pb, flat, r, t);
 		}
-		btemp = fmax(btemp, tm_rank_temp(pb, r, base[r], t));
+		btemp = fmax(btemp, tm_rank_temp_in(pb, base, r, t));
 		if (cnt < 64)
 			hsum_sel[cnt] = pb->headroom[flat[r]];
 		cnt++;

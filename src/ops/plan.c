@@ -275,9 +275,8 @@ static void write_ranks(jw *w, const tm_problem *pb, const int *flat,
 		jw_int(w, "pp", pb->coord[r][TM_PP]);
 		jw_num(w, "busy", tm_rank_busy(pb, r, g, t), 3);
 		jw_num(w, "power_w", tm_rank_power(pb, r, g, t), 1);
-		jw_num(w, "predicted_temp_c", tm_rank_temp(pb, r, g, t), 2);
-		jw_num(w, "temp_sd_c", tm_temp_sd(pb, g, tm_rank_busy(pb, r, g,
-		       t)), 2);
+		jw_num(w, "predicted_temp_c", tm_rank_temp_in(pb, flat, r, t), 2);
+		jw_num(w, "temp_sd_c", tm_rank_temp_sd_in(pb, flat, r, t), 2);
 		jw_end_obj(w);
 	}
 	jw_end_arr(w);
@@ -322,7 +321,7 @@ static void write_stages(jw *w, const tm_problem *pb, const int *flat,
 			         pb->c->nodes[pb->gpu_host[flat[r]]].host,
 			         tm_gpu_of(pb, flat[r])->index);
 			jw_str(w, NULL, buf);
-			temp = fmax(temp, tm_rank_temp(pb, r, flat[r], t));
+			temp = fmax(temp, tm_rank_temp_in(pb, flat, r, t));
 		}
 		jw_end_arr(w);
 		jw_num(w, "predicted_temp_c", temp, 2);

@@ -702,8 +702,9 @@ static void move_why(const replan *R, const int *heavier_than, int r,
 	gpu_name(pb, o, a, sizeof a);
 	gpu_name(pb, g, z, sizeof z);
 	{
-		double t0 = tm_rank_temp(pb, r, o, R->C.from.iteration_ms);
-		double t1 = tm_rank_temp(pb, r, g, R->C.best.iteration_ms);
+		double t0 = tm_rank_temp_in(pb, R->ref, r, R->C.from.iteration_ms);
+		double t1 = tm_rank_temp_in(pb, R->flat, r,
+		                            R->C.best.iteration_ms);
 		/* what this rank's move does, then what the plan buys with it:
 		 * a rank may run hotter in a plan that is cooler at its peak */
 		sb_addf(b, "move: stage %d", s);
