@@ -231,11 +231,16 @@ typedef struct tm_measured_rank {
 	double sd_ms;        /* sd over iterations of fwd + bwd per
 	                        microbatch, ms; NAN when not given */
 	double iterations;   /* measured iterations; NAN when not given */
+	int pid;             /* its process id on its host; 0 when not given */
 } tm_measured_rank;
 
 typedef struct tm_job_measured {
 	double iteration_ms; /* the run's median iteration, ms; NAN = none */
+	double start_unix_s; /* the first rank ready, before any work on a
+	                        GPU, s since 1970; NAN = not given */
+	double end_unix_s;   /* the last rank finished, s; NAN = not given */
 	int nranks;          /* world size when ranks are given, else 0 */
+	bool pids;           /* every rank gives its pid */
 	tm_measured_rank *ranks; /* rank order, or NULL */
 } tm_job_measured;
 

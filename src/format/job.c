@@ -165,20 +165,80 @@ void tm_job_measured_clear(tm_job_measured *m)
 	m->nranks = 0;
 }
 
-/* The optional "measured" section: the run's median iteration and each
- * rank's compute per microbatch (examples/pipeline/to_job.py writes it). */
+/* The run's span: the first rank ready before any work on a GPU, the
+ * last one finished (seconds since 1970; up to 10^11, the year 5138). */
+static int load_span(const jin *J, json_t *o, tm_job_measured *m)
+{
+	int rc;
+	if ((rc = jin_num(J, o, "measured", "start_unix_s", JF_NULL, 0, 1e11,
+	                  &m->start_unix_s)) ||
+	    (rc = jin_num(J, o, "measured", "end_unix_s", JF_NULL, 0, 1e11,
+	                  &m->end_unix_s)))
+		return rc;
+	if (m->end_unix_s < m->start_unix_s)
+		return jin_fail(J, "measured", "end_unix_s", "%.17g is before "
+		                "start_unix_s %.17g; expected the time the last "
+		                "rank finished, after the first was ready",
+		                m->end_unix_s, m->start_unix_s);
+	return 0;
+}
+
+/* One rank's entry of measured.ranks at position r. */
+static int load_rank(const jin *J, json_t *e, int r, bool warn,
+                     tm_measured_rank *x)
+{
+	static const char *const known_rank[] = { "rank", "fwd_ms", "bwd_ms",
+		"sd_ms", "iterations", "pid", NULL };
+	char path[64];
+	int rc, rank = -1, iters = 0;
+
+	snprintf(path, sizeof path, "measured.ranks[%d]", r);
+	x->sd_ms = x->iterations = NAN;
+	x->pid = 0;
+	if (!json_is_object(e))
+		return jin_fail(J, path, NULL, "expected an object with rank, "
+		                "fwd_ms and bwd_ms");
+	if (warn)
+		jin_unknown(J, e, path, known_rank);
+	if ((rc = jin_int(J, e, path, "rank", JF_REQ, 0, TM_MAX_RANKS, &rank)))
+		return rc;
+	if (rank != r)
+		return jin_fail(J, path, "rank", "%d; expected %d (one entry per "
+		                "rank, in rank order)", rank, r);
+	if ((rc = jin_num(J, e, path, "fwd_ms", JF_REQ, 0, 1e7, &x->fwd_ms)) ||
+	    (rc = jin_num(J, e, path, "bwd_ms", JF_REQ, 0, 1e7, &x->bwd_ms)) ||
+	    (rc = jin_num(J, e, path, "sd_ms", JF_NULL, 0, 1e7, &x->sd_ms)) ||
+	    /* a process id of Linux (pid_max is at most 2^22, an int on
+	     * every system) */
+	    (rc = jin_int(J, e, path, "pid", JF_NULL, 1, 2147483647, &x->pid)))
+		return rc;
+	if (json_object_get(e, "iterations") &&
+	    !json_is_null(json_object_get(e, "iterations"))) {
+		if ((rc = jin_int(J, e, path, "iterations", 0, 1, 1000000000,
+		                  &iters)))
+			return rc;
+		x->iterations = iters;
+	}
+	if (!(x->fwd_ms + x->bwd_ms > 0))
+		return jin_fail(J, path, NULL, "measured no compute (fwd_ms + "
+		                "bwd_ms is 0); expected a positive time");
+	return 0;
+}
+
+/* The optional "measured" section: the run's median iteration, its span
+ * and each rank's compute per microbatch and process id
+ * (examples/pipeline/to_job.py writes it). */
 static int load_measured(const jin *J, json_t *root, const tm_job *j,
                          bool warn, tm_job_measured *m)
 {
-	static const char *const known[] = { "iteration_ms", "ranks", NULL };
-	static const char *const known_rank[] = { "rank", "fwd_ms", "bwd_ms",
-		"sd_ms", "iterations", NULL };
+	static const char *const known[] = { "iteration_ms", "start_unix_s",
+		"end_unix_s", "ranks", NULL };
 	json_t *o, *ranks;
-	char path[64];
-	int rc;
+	int rc, with_pid = -1, without_pid = -1;
 
-	m->iteration_ms = NAN;
+	m->iteration_ms = m->start_unix_s = m->end_unix_s = NAN;
 	m->nranks = 0;
+	m->pids = false;
 	m->ranks = NULL;
 	if ((rc = jin_obj(J, root, "", "measured", JF_NULL, &o)) || !o)
 		return rc;
@@ -186,6 +246,7 @@ static int load_measured(const jin *J, json_t *root, const tm_job *j,
 		jin_unknown(J, o, "measured", known);
 	if ((rc = jin_num(J, o, "measured", "iteration_ms", JF_NULL, 0.001, 1e7,
 	                  &m->iteration_ms)) ||
+	    (rc = load_span(J, o, m)) ||
 	    (rc = jin_arr(J, o, "measured", "ranks", JF_NULL, &ranks)) || !ranks)
 		return rc;
 	if (json_array_size(ranks) != (size_t)j->world)
@@ -194,40 +255,24 @@ static int load_measured(const jin *J, json_t *root, const tm_job *j,
 	m->nranks = j->world;
 	m->ranks = xcalloc((size_t)j->world, sizeof *m->ranks);
 	for (int r = 0; r < j->world; r++) {
-		json_t *e = json_array_get(ranks, (size_t)r);
-		tm_measured_rank *x = &m->ranks[r];
-		int rank = -1, iters = 0;
-		snprintf(path, sizeof path, "measured.ranks[%d]", r);
-		x->sd_ms = x->iterations = NAN;
-		if (!json_is_object(e))
-			return jin_fail(J, path, NULL, "expected an object with rank, "
-			                "fwd_ms and bwd_ms");
-		if (warn)
-			jin_unknown(J, e, path, known_rank);
-		if ((rc = jin_int(J, e, path, "rank", JF_REQ, 0, TM_MAX_RANKS,
-		                  &rank)))
+		if ((rc = load_rank(J, json_array_get(ranks, (size_t)r), r, warn,
+		                    &m->ranks[r])))
 			return rc;
-		if (rank != r)
-			return jin_fail(J, path, "rank", "%d; expected %d (one entry "
-			                "per rank, in rank order)", rank, r);
-		if ((rc = jin_num(J, e, path, "fwd_ms", JF_REQ, 0, 1e7,
-		                  &x->fwd_ms)) ||
-		    (rc = jin_num(J, e, path, "bwd_ms", JF_REQ, 0, 1e7,
-		                  &x->bwd_ms)) ||
-		    (rc = jin_num(J, e, path, "sd_ms", JF_NULL, 0, 1e7,
-		                  &x->sd_ms)))
-			return rc;
-		if (json_object_get(e, "iterations") &&
-		    !json_is_null(json_object_get(e, "iterations"))) {
-			if ((rc = jin_int(J, e, path, "iterations", 0, 1, 1000000000,
-			                  &iters)))
-				return rc;
-			x->iterations = iters;
-		}
-		if (!(x->fwd_ms + x->bwd_ms > 0))
-			return jin_fail(J, path, NULL, "measured no compute (fwd_ms + "
-			                "bwd_ms is 0); expected a positive time");
+		if (m->ranks[r].pid && with_pid < 0)
+			with_pid = r;
+		if (!m->ranks[r].pid && without_pid < 0)
+			without_pid = r;
 	}
+	/* the job's own processes are told from others by their pids: a
+	 * rank without one would make its process look like another's */
+	if (with_pid >= 0 && without_pid >= 0) {
+		char path[64];
+		snprintf(path, sizeof path, "measured.ranks[%d]", without_pid);
+		return jin_fail(J, path, "pid", "missing, but ranks[%d] gives "
+		                "one; expected a pid for every rank or for none",
+		                with_pid);
+	}
+	m->pids = with_pid >= 0;
 	return 0;
 }
 
@@ -238,8 +283,9 @@ int tm_job_measured_load(const tm_job *j, tm_job_measured *m, tm_error *err)
 	char sha[72];
 	int rc;
 
-	m->iteration_ms = NAN;
+	m->iteration_ms = m->start_unix_s = m->end_unix_s = NAN;
 	m->nranks = 0;
+	m->pids = false;
 	m->ranks = NULL;
 	if ((rc = jin_load(j->file, "thermap.job", &root, sha, err)))
 		return rc;
