@@ -6,22 +6,33 @@
  * From the telemetry of the run (read by the readers of `thermap profile`,
  * with the settling rule of docs/profile.md applied to in-job samples) it
  * takes each GPU's settled mean power, temperature and SM clock, with
- * their standard errors. It fits:
- *  - power_wait_w: the power of a rank that waits, from the measured power
- *    and the model's own busy fraction, each GPU's estimate combined with
- *    those of the other GPUs of its model by inverse-variance weighting
- *    with a between-GPU spread (random effects);
+ * their standard errors, and the power of work that is not the job's
+ * (busy samples outside the job's span; the GPUs of the plan's hosts
+ * that the plan leaves unused). With the process lists taken while the
+ * job ran it tells the job's processes from others. It fits:
  *  - derate: each GPU's speed against the fastest GPU of its stage, from
  *    the job's measured per-rank times, else from the in-job clocks;
+ *  - background_power_w: the power of another process on a GPU, measured
+ *    outside the job, else from the GPU's floor while its rank waits,
+ *    else (a process listed, nothing to measure it by) a range;
+ *  - power_wait_w: the power of a rank that waits, from the measured power
+ *    and the model's own busy fraction where the rank waits long enough
+ *    to say, pooled with the other GPUs of its model (random effects);
+ *    a GPU without an estimate of its own takes that pool, or its prior;
  *  - temp_fit_sd_c: the spread of the thermal fit, from its residuals at
- *    the job's (power, temperature) points.
+ *    the job's (power, temperature) points, with the heat of each GPU's
+ *    neighbours.
  * It does not move ambient_c or r_c_per_w: a job point measures the
  * conditions of one run as much as the fit (docs/calibrate.md, "The
  * thermal fit"). It does not plan, and a calibration replaces earlier
  * calibrated values rather than accumulating runs.
  */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "ops/ops.h"
 
@@ -50,6 +61,11 @@
  * compute of a rank that shares its GPU with spinning NCCL kernels varies
  * this much. */
 #define DERATE_TIME_FLOOR 0.02
+/* A rank's measured time is a speed from this many iterations: on
+ * fixtures/real/h200x4-vm the median of 1 to 5 consecutive iterations
+ * strayed from the run's by up to 2.3 % (as much as DERATE_TIME_FLOOR),
+ * of 10 by at most 0.8 %. */
+#define MIN_ITERATIONS 10
 /* The relative uncertainty of the model's busy fraction: its iteration
  * time against the measured one (measured.iteration_ms), at least
  * BUSY_REL_FLOOR, since the busy fraction uses the stage's time and a
@@ -58,8 +74,30 @@
  * fixtures/real/h200x4-vm (309.95 against 328.3 ms). */
 #define BUSY_REL_FLOOR 0.02
 #define BUSY_REL_DEFAULT 0.06
-/* A busy fraction within this of 1 leaves no waiting to measure. */
-#define BUSY_WAIT_MIN 1e-3
+/* A rank's own waiting power needs it to wait this share of the
+ * iteration: the estimate's uncertainty grows as 1/(1 − b)² through the
+ * busy fraction's, from ±20–24 W at b = 0.56 to ±110–128 W at b = 0.93
+ * on fixtures/real/h200x4-vm, and a 2×H200 run at b = 0.95 gave 636 ±
+ * 71 W for a GPU whose light stage then ran 7.6 °C cooler than that
+ * predicted. */
+#define WAIT_SHARE_MIN 0.2
+/* How many standard uncertainties make a difference: an estimate
+ * outside idle..load, a floor above its peers' waiting power, a derate
+ * above 1 (a one-sided 2.3 % chance each, by noise alone). */
+#define RESOLVE_K 2.0
+/* The model's waiting power without a measured one (problem.c): this
+ * share of idle → load, with this uncertainty; WAIT_SHARE_SD is also
+ * the between-GPU spread taken where too few GPUs waited to measure it. */
+#define WAIT_SHARE 0.45
+#define WAIT_SHARE_SD 0.07
+/* GPUs that must have waited to measure the between-GPU spread
+ * (DerSimonian–Laird): two give one difference, which says little. */
+#define TAU_MIN_GPUS 3
+/* Background power measured directly: busy samples outside the job's
+ * span, this long into their busy run (the first samples of a burst
+ * climb), and at least this many seconds of them. */
+#define BG_SETTLE_S 2.0
+#define BG_MIN_S 3.0
 /* problem.c's rule for a clock under the power cap: capped in at least
  * half the samples and thermally slowed in under 5 %. */
 #define PCAP_FRAC 0.5
@@ -68,7 +106,7 @@
  * (problem.c's FIT_SD_DEFAULT_C). */
 #define FIT_SD_DEFAULT_C 0.5
 
-/* ---- in-job telemetry ------------------------------------------------------ */
+/* ---- telemetry: in the job, and around it ----------------------------------- */
 
 enum { F_TEMP, F_POWER, F_CLOCK, NF };
 
@@ -97,77 +135,115 @@ static double ws_sd(const wstat *w)
 	return w->n > 1 ? sqrt(w->m2 / (w->n - 1)) : NAN;
 }
 
+/* Where a sample lies against the job's span (measured.start_unix_s and
+ * end_unix_s): before it, in it, after it, or in the second beyond
+ * either end, which is neither. Without a span every sample is in it. */
+enum { P_BEFORE, P_IN, P_AFTER, P_EDGE };
+
+/* What a settled sample counts for: the job (busy in its span), power
+ * that is not the job's (busy outside its span), or an idle GPU in its
+ * span (a GPU the plan leaves unused). */
+enum { K_JOB, K_BG, K_IDLE, NK };
+
 typedef struct held {       /* a settled sample waiting out the guard */
 	double t;
 	double v[NF];
 	double pcap, thermal;   /* reason flags, NAN when not logged */
+	int kind;               /* K_JOB, K_BG, K_IDLE */
+	long run;               /* its state run */
 } held;
 
-/* One telemetry GPU's settled in-job samples. */
-typedef struct tacc {
-	long seen;              /* samples of it in the window */
-	int run;                /* state of the current run: -1 unknown,
-	                           0 idle, 1 busy */
-	bool started;
-	double run_start;       /* s */
-	double plimit;          /* last power limit seen, W */
-	held *q;                /* settled samples inside the guard, a ring
-	                           of qcap (grown to QCAP) */
-	int qhead, qn, qcap;
-	long n;                 /* settled samples released */
+/* The settled samples of one kind. */
+typedef struct acc {
+	long n;                 /* samples */
 	wstat f[NF];            /* over the samples */
 	wstat blk[NF];          /* over block means */
 	double bt0, blast;      /* the open block's first and last time */
 	double bs[NF], bn[NF];  /* its sums and counts */
 	wstat pcap, thermal;    /* reason flags over the samples */
-	double t0, t1;          /* first and last settled time, NAN */
+	double t0, t1;          /* first and last time, NAN */
+	double secs;            /* seconds of the closed stretches: one
+	                           stretch per state run */
+	double s0, s1;          /* the open stretch's first and last time */
+	long srun;              /* its state run */
+} acc;
+
+/* One telemetry GPU. */
+typedef struct tacc {
+	long seen;              /* samples of it in the window */
+	double first, last;     /* their first and last time, NAN */
+	int key;                /* the current run's state and period */
+	bool started;
+	double run_start;       /* s */
+	long run;               /* state runs so far */
+	double plimit;          /* last power limit seen, W */
+	held *q;                /* settled samples inside the guard, a ring
+	                           of qcap (grown to QCAP) */
+	int qhead, qn, qcap;
+	acc k[NK];              /* by kind */
 } tacc;
 
 typedef struct tele {
 	tacc **g;               /* by the sink's GPU id; NULL when unseen */
 	int n, cap;
+	double start, end;      /* the job's span, s since 1970; NAN */
 } tele;
 
 static tacc *tacc_new(void)
 {
 	tacc *a = xcalloc(1, sizeof *a);
-	a->run = -1;
-	a->plimit = a->bt0 = a->blast = a->t0 = a->t1 = NAN;
+	a->plimit = a->first = a->last = NAN;
+	for (int k = 0; k < NK; k++) {
+		acc *x = &a->k[k];
+		x->bt0 = x->blast = x->t0 = x->t1 = x->s0 = x->s1 = NAN;
+	}
 	return a;
 }
 
-static void block_close(tacc *a)
+static void block_close(acc *x)
 {
 	for (int k = 0; k < NF; k++)
-		if (a->bn[k] > 0)
-			ws_add(&a->blk[k], a->bs[k] / a->bn[k]);
-	memset(a->bs, 0, sizeof a->bs);
-	memset(a->bn, 0, sizeof a->bn);
-	a->bt0 = a->blast = NAN;
+		if (x->bn[k] > 0)
+			ws_add(&x->blk[k], x->bs[k] / x->bn[k]);
+	memset(x->bs, 0, sizeof x->bs);
+	memset(x->bn, 0, sizeof x->bn);
+	x->bt0 = x->blast = NAN;
+}
+
+static void acc_add(acc *x, const held *h)
+{
+	x->n++;
+	for (int k = 0; k < NF; k++)
+		ws_add(&x->f[k], h->v[k]);
+	ws_add(&x->pcap, h->pcap);
+	ws_add(&x->thermal, h->thermal);
+	if (isnan(h->t))
+		return;
+	if (isnan(x->t0))
+		x->t0 = h->t;
+	x->t1 = h->t;
+	if (isnan(x->s0) || h->run != x->srun) {
+		if (!isnan(x->s0))
+			x->secs += x->s1 - x->s0;
+		x->s0 = h->t;
+		x->srun = h->run;
+	}
+	x->s1 = h->t;
+	if (!isnan(x->bt0) && h->t - x->bt0 >= BLOCK_S)
+		block_close(x);
+	if (isnan(x->bt0))
+		x->bt0 = h->t;
+	x->blast = h->t;
+	for (int k = 0; k < NF; k++)
+		if (!isnan(h->v[k])) {
+			x->bs[k] += h->v[k];
+			x->bn[k]++;
+		}
 }
 
 static void release(tacc *a, const held *h)
 {
-	a->n++;
-	for (int k = 0; k < NF; k++)
-		ws_add(&a->f[k], h->v[k]);
-	ws_add(&a->pcap, h->pcap);
-	ws_add(&a->thermal, h->thermal);
-	if (isnan(h->t))
-		return;
-	if (isnan(a->t0))
-		a->t0 = h->t;
-	a->t1 = h->t;
-	if (!isnan(a->bt0) && h->t - a->bt0 >= BLOCK_S)
-		block_close(a);
-	if (isnan(a->bt0))
-		a->bt0 = h->t;
-	a->blast = h->t;
-	for (int k = 0; k < NF; k++)
-		if (!isnan(h->v[k])) {
-			a->bs[k] += h->v[k];
-			a->bn[k]++;
-		}
+	acc_add(&a->k[h->kind], h);
 }
 
 static int state_of(tacc *a, const tl_sample *s)
@@ -182,62 +258,38 @@ static int state_of(tacc *a, const tl_sample *s)
 	return p >= BUSY_PFRAC * lim;
 }
 
-/* The telemetry sink's tap: every sample of the window, in each GPU's
- * order. Settled busy samples wait GUARD_S for the next change of state. */
-static void tap(void *ctx, int gpu, const tl_sample *s)
+static int period_of(const tele *T, double t)
 {
-	tele *T = ctx;
-	tacc *a;
-	held h;
-	int st;
+	if (t < T->start)
+		return t < T->start - GUARD_S ? P_BEFORE : P_EDGE;
+	if (t > T->end)
+		return t > T->end + GUARD_S ? P_AFTER : P_EDGE;
+	return P_IN;
+}
 
-	if (gpu >= T->cap) {
-		int ncap = T->cap ? 2 * T->cap : 16;
-		while (ncap <= gpu)
-			ncap *= 2;
-		T->g = xrealloc(T->g, sizeof *T->g * (size_t)ncap);
-		memset(T->g + T->cap, 0, sizeof *T->g * (size_t)(ncap - T->cap));
-		T->cap = ncap;
-	}
-	if (gpu >= T->n)
-		T->n = gpu + 1;
-	if (!T->g[gpu])
-		T->g[gpu] = tacc_new();
-	a = T->g[gpu];
-	a->seen++;
-	st = state_of(a, s);
-	if (!isnan(s->v[TL_POWER_LIMIT]))
-		a->plimit = s->v[TL_POWER_LIMIT];
-	h.t = s->t;
-	h.v[F_TEMP] = s->v[TL_TEMP];
-	h.v[F_POWER] = s->v[TL_POWER];
-	h.v[F_CLOCK] = s->v[TL_SM_CLOCK];
-	h.pcap = s->v[TL_PCAP];
-	h.thermal = s->v[TL_THERMAL];
-	if (isnan(s->t)) {
-		/* a snapshot without time: nothing to settle against, it
-		 * counts as profile.md says */
-		if (st == 1)
-			release(a, &h);
-		return;
-	}
-	if (!a->started || st != a->run) {
-		/* a change of state: what is held more than GUARD_S before
-		 * it is settled, the rest was mixed */
-		for (; a->qn; a->qhead = (a->qhead + 1) % a->qcap, a->qn--)
-			if (s->t - a->q[a->qhead].t > GUARD_S)
-				release(a, &a->q[a->qhead]);
-		a->started = true;
-		a->run = st;
-		a->run_start = s->t;
-	}
-	while (a->qn && s->t - a->q[a->qhead].t > GUARD_S) {
-		release(a, &a->q[a->qhead]);
-		a->qhead = (a->qhead + 1) % a->qcap;
-		a->qn--;
-	}
-	if (st != 1 || s->t - a->run_start < SETTLE_S)
-		return;
+/* What a sample of state st in period per counts for once settled, and
+ * after how long in its run: -1 for nothing. */
+static int kind_of(int st, int per, double *settle)
+{
+	*settle = SETTLE_S;
+	if (per == P_IN)
+		return st == 1 ? K_JOB : st == 0 ? K_IDLE : -1;
+	*settle = BG_SETTLE_S;
+	return per != P_EDGE && st == 1 ? K_BG : -1;
+}
+
+static void tele_grow(tele *T, int gpu)
+{
+	int ncap = T->cap ? 2 * T->cap : 16;
+	while (ncap <= gpu)
+		ncap *= 2;
+	T->g = xrealloc(T->g, sizeof *T->g * (size_t)ncap);
+	memset(T->g + T->cap, 0, sizeof *T->g * (size_t)(ncap - T->cap));
+	T->cap = ncap;
+}
+
+static void hold(tacc *a, const held *h)
+{
 	if (a->qn == a->qcap && a->qcap < QCAP) {
 		int ncap = a->qcap ? 2 * a->qcap : 8;
 		held *nq = xmalloc(sizeof *nq * (size_t)ncap);
@@ -253,8 +305,84 @@ static void tap(void *ctx, int gpu, const tl_sample *s)
 		a->qhead = (a->qhead + 1) % a->qcap;
 		a->qn--;
 	}
-	a->q[(a->qhead + a->qn) % a->qcap] = h;
+	a->q[(a->qhead + a->qn) % a->qcap] = *h;
 	a->qn++;
+}
+
+/* The telemetry sink's tap: every sample of the window, in each GPU's
+ * order. A run is a stretch of one state (busy, idle, unknown) in one
+ * period of the job's span; a settled sample waits out GUARD_S for the
+ * next change of run. */
+static void tap(void *ctx, int gpu, const tl_sample *s)
+{
+	tele *T = ctx;
+	tacc *a;
+	held h;
+	int st, key;
+	double settle;
+
+	if (gpu >= T->cap)
+		tele_grow(T, gpu);
+	if (gpu >= T->n)
+		T->n = gpu + 1;
+	if (!T->g[gpu])
+		T->g[gpu] = tacc_new();
+	a = T->g[gpu];
+	a->seen++;
+	st = state_of(a, s);
+	if (!isnan(s->v[TL_POWER_LIMIT]))
+		a->plimit = s->v[TL_POWER_LIMIT];
+	h.t = s->t;
+	h.v[F_TEMP] = s->v[TL_TEMP];
+	h.v[F_POWER] = s->v[TL_POWER];
+	h.v[F_CLOCK] = s->v[TL_SM_CLOCK];
+	h.pcap = s->v[TL_PCAP];
+	h.thermal = s->v[TL_THERMAL];
+	h.run = -1;
+	if (isnan(s->t)) {
+		/* a snapshot without time: nothing to settle against, it
+		 * counts as profile.md says, and as the job's */
+		if (st >= 0) {
+			h.kind = st ? K_JOB : K_IDLE;
+			release(a, &h);
+		}
+		return;
+	}
+	if (isnan(a->first))
+		a->first = s->t;
+	a->last = s->t;
+	key = (st + 1) * 4 + period_of(T, s->t);
+	if (!a->started || key != a->key) {
+		/* a change of run: what is held more than GUARD_S before it
+		 * is settled, the rest was mixed */
+		for (; a->qn; a->qhead = (a->qhead + 1) % a->qcap, a->qn--)
+			if (s->t - a->q[a->qhead].t > GUARD_S)
+				release(a, &a->q[a->qhead]);
+		a->started = true;
+		a->key = key;
+		a->run_start = s->t;
+		a->run++;
+	}
+	while (a->qn && s->t - a->q[a->qhead].t > GUARD_S) {
+		release(a, &a->q[a->qhead]);
+		a->qhead = (a->qhead + 1) % a->qcap;
+		a->qn--;
+	}
+	h.kind = kind_of(st, period_of(T, s->t), &settle);
+	if (h.kind < 0 || s->t - a->run_start < settle)
+		return;
+	h.run = a->run;
+	hold(a, &h);
+}
+
+static void acc_finish(acc *x)
+{
+	/* a last block shorter than half a block says little */
+	if (!isnan(x->bt0) && x->blast - x->bt0 >= BLOCK_S / 2)
+		block_close(x);
+	if (!isnan(x->s0))
+		x->secs += x->s1 - x->s0;
+	x->s0 = x->s1 = NAN;
 }
 
 /* The end of the log is no change of state: what is held is settled. */
@@ -265,19 +393,18 @@ static void tacc_finish(tacc *a)
 	free(a->q);
 	a->q = NULL;
 	a->qcap = 0;
-	/* a last block shorter than half a block says little */
-	if (!isnan(a->bt0) && a->blast - a->bt0 >= BLOCK_S / 2)
-		block_close(a);
+	for (int k = 0; k < NK; k++)
+		acc_finish(&a->k[k]);
 }
 
 /* The standard error of the mean of field k: by batch means when there
  * are two blocks or more, else from the samples as if independent. */
-static double tacc_se(const tacc *a, int k)
+static double acc_se(const acc *x, int k)
 {
-	if (a->blk[k].n >= 2)
-		return ws_sd(&a->blk[k]) / sqrt(a->blk[k].n);
-	if (a->f[k].n >= 2)
-		return ws_sd(&a->f[k]) / sqrt(a->f[k].n);
+	if (x->blk[k].n >= 2)
+		return ws_sd(&x->blk[k]) / sqrt(x->blk[k].n);
+	if (x->f[k].n >= 2)
+		return ws_sd(&x->f[k]) / sqrt(x->f[k].n);
 	return NAN;
 }
 
@@ -314,7 +441,313 @@ static int read_tele(const tm_cal_opts *o, tele *T, tl_sink **sink,
 	return rc;
 }
 
+/* ---- process lists: nvidia-smi --query-compute-apps ------------------------ */
+
+/* The columns calibrate reads; others are skipped. Without a header the
+ * first four columns are these, in this order (the command docs/
+ * calibrate.md gives). */
+enum { C_UUID, C_PID, C_NAME, C_MEM, NCOL };
+static const char *const col_names[NCOL] = { "gpu_uuid", "pid",
+	"process_name", "used_gpu_memory" };
+/* A process list is a snapshot of a few processes a GPU: 16 MiB holds
+ * some 200,000 rows. */
+#define PROCS_MAX_BYTES (16u << 20)
+#define PROCS_MAX_FIELDS 64
+
+static int procs_fail(const char *file, long line, tm_error *err,
+                      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int procs_fail(const char *file, long line, tm_error *err,
+                      const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+	va_start(ap, fmt);
+	rc = tm_vfail_at(err, TM_EINPUT, file, line, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+		*--e = '\0';
+	return s;
+}
+
+/* Splits line at commas into at most max fields (the last keeps the
+ * rest); returns how many, or -1 when there are more. */
+static int split(char *line, char **f, int max)
+{
+	int n = 0;
+	for (char *p = line;; p++) {
+		if (n == max)
+			return -1;
+		f[n++] = p;
+		p = strchr(p, ',');
+		if (!p)
+			return n;
+		*p = '\0';
+	}
+}
+
+/* nvidia-smi's words for a value it has not: "[N/A]", "[Not Supported]",
+ * "[Insufficient Permissions]", "[Unknown Error]". */
+static bool unknown_value(const char *v)
+{
+	size_t n = strlen(v);
+	return !strcmp(v, "N/A") || (n >= 2 && v[0] == '[' && v[n - 1] == ']');
+}
+
+/* A header's column name, without its unit: "used_gpu_memory [MiB]". */
+static int column_of(char *name)
+{
+	char *u = strchr(name, '[');
+	if (u)
+		*u = '\0';
+	name = trim(name);
+	for (int c = 0; c < NCOL; c++)
+		if (!strcasecmp(name, col_names[c]))
+			return c;
+	/* the query's other spellings of the same columns */
+	if (!strcasecmp(name, "name"))
+		return C_NAME;
+	if (!strcasecmp(name, "used_memory"))
+		return C_MEM;
+	return -1;
+}
+
+typedef struct pcols {
+	int at[NCOL];           /* column → field, -1 when absent */
+	int n;                  /* fields of a row */
+	char text[512];         /* the header line, as read (to compare) */
+	int line;               /* its line; 0: no header */
+} pcols;
+
+/* Is this line a header (it names gpu_uuid or pid)? C gets its columns. */
+static int read_header(const char *file, int ln, const char *raw, pcols *C,
+                       bool *is, tm_error *err)
+{
+	char buf[512], *f[PROCS_MAX_FIELDS];
+	int n;
+	*is = false;
+	if (strlen(raw) >= sizeof buf)
+		return 0;
+	snprintf(buf, sizeof buf, "%s", raw);
+	if ((n = split(buf, f, PROCS_MAX_FIELDS)) < 0)
+		return 0;
+	for (int c = 0; c < NCOL; c++)
+		C->at[c] = -1;
+	for (int i = 0; i < n; i++) {
+		int c = column_of(f[i]);
+		if (c < 0)
+			continue;
+		if (C->at[c] >= 0)
+			return procs_fail(file, ln, err, "the header names %s twice; "
+			                  "expected each column once", col_names[c]);
+		C->at[c] = i;
+	}
+	if (C->at[C_UUID] < 0 && C->at[C_PID] < 0)
+		return 0;
+	*is = true;
+	if (C->at[C_UUID] < 0 || C->at[C_PID] < 0)
+		return procs_fail(file, ln, err, "the header names no %s column; "
+		                  "expected the output of nvidia-smi "
+		                  "--query-compute-apps=gpu_uuid,pid,process_name,"
+		                  "used_gpu_memory --format=csv",
+		                  col_names[C->at[C_UUID] < 0 ? C_UUID : C_PID]);
+	C->n = n;
+	C->line = ln;
+	snprintf(C->text, sizeof C->text, "%s", raw);
+	return 0;
+}
+
+static int parse_pid(const char *v, long *pid)
+{
+	char *end;
+	long x;
+	if (unknown_value(v)) {
+		*pid = -1;
+		return 0;
+	}
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (*end || errno || x < 1 || x > 2147483647)
+		return -1;
+	*pid = x;
+	return 0;
+}
+
+static int parse_mib(const char *v, double *mib)
+{
+	char *end;
+	double x;
+	if (unknown_value(v)) {
+		*mib = NAN;
+		return 0;
+	}
+	x = strtod(v, &end);
+	if (end == v)
+		return -1;
+	end = trim(end);
+	if (*end && strcmp(end, "MiB"))
+		return -1;
+	if (!(x >= 0 && x <= 1e9))
+		return -1;
+	*mib = x;
+	return 0;
+}
+
+/* One row into P->p[P->n]. */
+static int read_row(const char *file, int ln, char *line, const pcols *C,
+                    tm_procs *P, tm_error *err)
+{
+	char *f[PROCS_MAX_FIELDS], *v;
+	int n = split(line, f, PROCS_MAX_FIELDS), extra;
+	tm_proc *x;
+
+	if (n < 0)
+		return procs_fail(file, ln, err, "more than %d fields; expected "
+		                  "one process per line", PROCS_MAX_FIELDS);
+	extra = n - C->n;
+	/* a process name may hold commas: the fields beyond the header's are
+	 * its own */
+	if (extra < 0 || (extra > 0 && C->at[C_NAME] < 0))
+		return procs_fail(file, ln, err, "%d field(s); %s %d: expected one "
+		                  "value per column", n, C->line ? "the header "
+		                  "names" : "without a header, gpu_uuid, pid, "
+		                  "process_name, used_gpu_memory are", C->n);
+	if (extra > 0)
+		for (int i = C->at[C_NAME] + 1; i <= C->at[C_NAME] + extra; i++)
+			f[i][-1] = ',';
+	for (int i = 0; i < n; i++)
+		f[i] = trim(f[i]);
+	if (extra > 0)
+		for (int i = C->at[C_NAME] + 1; i < n - extra; i++)
+			f[i] = f[i + extra];
+	P->p = xrealloc(P->p, sizeof *P->p * (size_t)(P->n + 1));
+	x = &P->p[P->n];
+	memset(x, 0, sizeof *x);
+	x->line = ln;
+	x->mem_mib = NAN;
+	v = f[C->at[C_UUID]];
+	if (!unknown_value(v) && !tm_valid_uuid(v))
+		return procs_fail(file, ln, err, "gpu_uuid \"%.60s\": expected a "
+		                  "GPU UUID (GPU-..., MIG-...) or [N/A]", v);
+	if (parse_pid(f[C->at[C_PID]], &x->pid))
+		return procs_fail(file, ln, err, "pid \"%.60s\": expected a "
+		                  "process id, 1 to 2147483647, or [N/A]",
+		                  f[C->at[C_PID]]);
+	if (C->at[C_MEM] >= 0 && parse_mib(f[C->at[C_MEM]], &x->mem_mib))
+		return procs_fail(file, ln, err, "used_gpu_memory \"%.60s\": "
+		                  "expected MiB, 0 to 10^9, or [N/A]",
+		                  f[C->at[C_MEM]]);
+	if (!unknown_value(v))
+		x->uuid = xstrdup(v);
+	if (C->at[C_NAME] >= 0 && *f[C->at[C_NAME]] &&
+	    !unknown_value(f[C->at[C_NAME]]))
+		x->name = xstrdup(f[C->at[C_NAME]]);
+	P->n++;
+	return 0;
+}
+
+void tm_procs_clear(tm_procs *P)
+{
+	for (int i = 0; i < P->n; i++) {
+		free(P->p[i].uuid);
+		free(P->p[i].name);
+	}
+	free(P->p);
+	free(P->file);
+	memset(P, 0, sizeof *P);
+}
+
+int tm_procs_loadb(const char *name, const char *text, size_t len,
+                   tm_procs *P, tm_error *err)
+{
+	pcols C = { { C_UUID, C_PID, C_NAME, C_MEM }, NCOL, "", 0 }, H;
+	const char *s = text, *end = text + len;
+	bool first = true;
+	int rc = 0, ln = 0;
+
+	memset(P, 0, sizeof *P);
+	P->file = xstrdup(name);
+	while (s < end && !rc) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		char *line, *t;
+		bool is;
+		ln++;
+		if (memchr(s, '\0', n)) {
+			rc = procs_fail(name, ln, err, "a NUL byte; expected the text "
+			                "nvidia-smi writes");
+			break;
+		}
+		line = xmalloc(n + 1);
+		memcpy(line, s, n);
+		line[n] = '\0';
+		s += n + (nl != NULL);
+		t = trim(line);
+		/* nothing, or what an nvidia-smi that finds no process says */
+		if (!*t || !strncasecmp(t, "No running", 10)) {
+			free(line);
+			continue;
+		}
+		if (C.line && !strcmp(t, C.text)) {
+			free(line);   /* the header again: lists of several runs */
+			continue;
+		}
+		if (!(rc = read_header(name, ln, t, &H, &is, err)) && is) {
+			if (first)
+				C = H;
+			else if (!C.line)
+				rc = procs_fail(name, ln, err, "a header after data; "
+				                "expected it on the first line");
+			else
+				rc = procs_fail(name, ln, err, "a header unlike line %d's; "
+				                "expected one list of the same columns",
+				                C.line);
+		} else if (!rc) {
+			rc = read_row(name, ln, t, &C, P, err);
+		}
+		first = false;
+		free(line);
+	}
+	if (rc)
+		tm_procs_clear(P);
+	return rc;
+}
+
+int tm_procs_load(const char *file, tm_procs *P, tm_error *err)
+{
+	char *text;
+	size_t len;
+	int rc;
+	memset(P, 0, sizeof *P);
+	if ((rc = tm_read_file(file, PROCS_MAX_BYTES, &text, &len, err)))
+		return rc;
+	rc = tm_procs_loadb(file, text, len, P, err);
+	free(text);
+	return rc;
+}
+
 /* ---- the run: inputs, the plan's placement, its GPUs' telemetry ---------- */
+
+/* What the process lists say of one GPU of a plan host. */
+typedef struct gproc {
+	int foreign;            /* processes on it that are not the job's */
+	bool unsure;            /* the job gives no pids: there is one more
+	                           process than ranks, not told apart */
+	char text[320];         /* "pid 4242 python3, ...": those processes
+	                           (every one listed when unsure) */
+} gproc;
 
 typedef struct cal {
 	const tm_cal_opts *o;
@@ -328,13 +761,28 @@ typedef struct cal {
 	tm_job_measured m;      /* the job's measured section */
 	tm_policy *pol;         /* the built-in one: criteria are not used */
 	tm_plan_doc plan;
+	tm_procs *procs;        /* the --processes lists */
+	int nprocs;
 	int *flat;              /* rank → flat GPU */
 	int *tid;               /* rank → telemetry GPU */
+	int *gtid;              /* flat GPU → telemetry GPU, -1; on the
+	                           plan's hosts */
+	int *owner;             /* flat GPU → its rank, -1 */
+	bool *plan_host;        /* host → the plan runs ranks on it */
+	gproc *gp;              /* flat GPU → its other processes */
+	double *gpw;            /* flat GPU → measured mean power in the
+	                           job, W; NAN */
 	tele T;
 	tl_sink *sink;
 	tm_cal_gpu *g;          /* per rank */
+	tm_cal_gpu *u;          /* the unused GPUs of the plan's hosts that
+	                           the telemetry has, in cluster order */
+	int *uflat;             /* their flat GPUs */
+	int nu;
 	strbuf notes;           /* "note: ..." lines for the table */
+	strbuf named;           /* lines naming GPUs with other work */
 	strbuf files;           /* the telemetry files, for "calibrated" */
+	strbuf pfiles;          /* the process lists, for "calibrated" */
 	char (*why_derate)[768];/* per rank: what its derate stands on */
 	double res_iter;        /* the model's iteration time with the
 	                           calibrated derates, ms */
@@ -566,25 +1014,69 @@ static const char *first_file(const cal *C)
 	return C->o->ntele ? C->o->tele[0].file : "(no telemetry)";
 }
 
-/* Each rank's GPU among the telemetry's: same host, then the strongest
- * key both know. */
+/* The UTC time of t (s since 1970) for a message. */
+static void utc(char *buf, size_t n, double t)
+{
+	time_t x = (time_t)floor(t);
+	struct tm tm;
+	if (!isfinite(t) || !gmtime_r(&x, &tm) ||
+	    !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, n, "%.17g s", t);
+}
+
+/* Why a GPU of the plan has nothing to calibrate on: no settled in-job
+ * sample with power and temperature. */
+static int no_settled(const cal *C, const tm_node *n, const tm_gpu *x,
+                      const tacc *a, tm_error *err)
+{
+	const acc *j = &a->k[K_JOB];
+	if (j->n == 0 && (a->last < C->T.start || a->first > C->T.end)) {
+		/* a log of local time read as UTC is hours off the span */
+		char f[48], l[48], s[48], e[48];
+		utc(f, sizeof f, a->first);
+		utc(l, sizeof l, a->last);
+		utc(s, sizeof s, C->T.start);
+		utc(e, sizeof e, C->T.end);
+		return tm_fail(err, TM_EINPUT, "%s: host %s GPU %d has samples "
+		               "from %s to %s, none in the job's span (%s: "
+		               "measured.start_unix_s %s, end_unix_s %s); expected "
+		               "telemetry of the run, its times in UTC (a time "
+		               "without a zone is read as UTC: log with TZ=UTC)",
+		               first_file(C), n->host, x->index, f, l, C->j->file,
+		               s, e);
+	}
+	return tm_fail(err, TM_EINPUT, "%s: host %s GPU %d has %ld sample(s) in "
+	               "the window, %s; expected samples with power and "
+	               "temperature, busy for more than %g s and not within "
+	               "%g s of a change (the run, or a window inside it)",
+	               first_file(C), n->host, x->index, a->seen, j->n == 0 ?
+	               "none of them settled in the job" : j->f[F_POWER].n == 0 ?
+	               "none settled with a power reading" : "none settled with "
+	               "a temperature", SETTLE_S, GUARD_S);
+}
+
+/* Each GPU of the plan's hosts among the telemetry's: same host, then
+ * the strongest key both know. Every GPU of the plan needs settled
+ * samples; the others are read when the telemetry has them. */
 static int match_tele(cal *C, const tm_problem *pb, tm_error *err)
 {
-	int nr = job_of(C)->world, *rank_of = xmalloc(sizeof(int) *
-	                                              (size_t)pb->ngpu);
+	int nr = job_of(C)->world;
 	hname *hs = hosts_sorted(C->c);
 	const char *other = NULL;
 	int rc = 0;
 
+	C->gtid = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	C->owner = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	C->plan_host = xcalloc((size_t)pb->nhost, sizeof *C->plan_host);
 	for (int g = 0; g < pb->ngpu; g++)
-		rank_of[g] = -1;
+		C->gtid[g] = C->owner[g] = -1;
 	for (int r = 0; r < nr; r++) {
-		rank_of[C->flat[r]] = r;
-		C->tid[r] = -1;
+		C->owner[C->flat[r]] = r;
+		C->plan_host[pb->gpu_host[C->flat[r]]] = true;
 	}
 	for (int id = 0; id < C->T.n && !rc; id++) {
 		const char *host, *uuid, *pci;
-		int index, h, best = -1, bestq = 0;
+		int index, h, best = -1, bestq = 0, g, r;
 		const tm_node *n;
 		if (!C->T.g[id] || !C->T.g[id]->seen)
 			continue;
@@ -593,6 +1085,8 @@ static int match_tele(cal *C, const tm_problem *pb, tm_error *err)
 			other = host;
 			continue;
 		}
+		if (!C->plan_host[h])
+			continue;
 		n = &C->c->nodes[h];
 		for (int k = 0; k < n->ngpus; k++) {
 			int q = same_gpu(&n->gpus[k], uuid, pci, index);
@@ -603,21 +1097,21 @@ static int match_tele(cal *C, const tm_problem *pb, tm_error *err)
 		}
 		if (best < 0)
 			continue;
-		best = rank_of[pb->host_first[h] + best];
-		if (best < 0)
-			continue;   /* a GPU the plan does not use */
-		if (C->tid[best] >= 0)
+		g = pb->host_first[h] + best;
+		if ((r = C->owner[g]) >= 0 && C->gtid[g] >= 0)
 			rc = tm_fail(err, TM_EINPUT, "%s: two GPUs of the telemetry "
 			             "are host %s GPU %d (rank %d of plan %s); expected "
 			             "one identity per GPU", first_file(C), host,
-			             n->gpus[pb->gpu_pos[C->flat[best]]].index, best,
-			             C->plan.id);
-		C->tid[best] = id;
+			             n->gpus[best].index, r, C->plan.id);
+		if (C->gtid[g] < 0)   /* a GPU the plan leaves unused: the first */
+			C->gtid[g] = id;
 	}
 	for (int r = 0; r < nr && !rc; r++) {
 		const tm_node *n = &C->c->nodes[pb->gpu_host[C->flat[r]]];
 		const tm_gpu *x = &n->gpus[pb->gpu_pos[C->flat[r]]];
-		const tacc *a = C->tid[r] >= 0 ? C->T.g[C->tid[r]] : NULL;
+		const tacc *a;
+		C->tid[r] = C->gtid[C->flat[r]];
+		a = C->tid[r] >= 0 ? C->T.g[C->tid[r]] : NULL;
 		if (!a) {
 			char hint[160] = "";
 			if (other)
@@ -631,20 +1125,220 @@ static int match_tele(cal *C, const tm_problem *pb, tm_error *err)
 			                             : first_file(C), n->host, x->index,
 			             x->uuid ? x->uuid : x->pci_bus_id ? x->pci_bus_id :
 			             "known by index", r, C->plan.id, hint);
-		} else if (a->f[F_POWER].n == 0 || a->f[F_TEMP].n == 0) {
-			rc = tm_fail(err, TM_EINPUT, "%s: host %s GPU %d has %ld "
-			             "sample(s) in the window, %s; expected samples "
-			             "with power and temperature, busy for more than "
-			             "%g s and not within %g s of a change (the run, "
-			             "or a window inside it)", first_file(C), n->host,
-			             x->index, a->seen, a->n == 0 ? "none of them "
-			             "settled in the job" : a->f[F_POWER].n == 0 ?
-			             "none settled with a power reading" : "none "
-			             "settled with a temperature", SETTLE_S, GUARD_S);
+		} else if (a->k[K_JOB].f[F_POWER].n == 0 ||
+		           a->k[K_JOB].f[F_TEMP].n == 0) {
+			rc = no_settled(C, n, x, a, err);
 		}
 	}
 	free(hs);
-	free(rank_of);
+	return rc;
+}
+/* ---- other processes on the GPUs of the plan's hosts ------------------------ */
+
+typedef struct ukey {       /* a GPU of a plan host, by UUID */
+	const char *uuid;
+	int flat;
+} ukey;
+
+static int cmp_ukey(const void *a, const void *b)
+{
+	return strcasecmp(((const ukey *)a)->uuid, ((const ukey *)b)->uuid);
+}
+
+typedef struct pkey {       /* a rank's process: its host and pid */
+	int host;
+	long pid;
+	int rank;
+} pkey;
+
+static int cmp_pkey(const void *a, const void *b)
+{
+	const pkey *x = a, *y = b;
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+typedef struct prow {       /* a listed process on a GPU of a plan host */
+	int g;                  /* flat GPU */
+	long pid;               /* -1: unknown */
+	const char *name;       /* or NULL */
+	int order;              /* in the lists, for a stable order */
+} prow;
+
+static int cmp_prow(const void *a, const void *b)
+{
+	const prow *x = a, *y = b;
+	if (x->g != y->g)
+		return x->g < y->g ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The ranks' processes by host and pid; two ranks of one host with one
+ * pid are the job's error. */
+static int rank_pids(const cal *C, const tm_problem *pb, pkey **out,
+                     tm_error *err)
+{
+	int nr = job_of(C)->world;
+	pkey *k = xmalloc(sizeof *k * (size_t)nr);
+	for (int r = 0; r < nr; r++)
+		k[r] = (pkey){ pb->gpu_host[C->flat[r]], C->m.ranks[r].pid, r };
+	qsort(k, (size_t)nr, sizeof *k, cmp_pkey);
+	for (int i = 1; i < nr; i++)
+		if (k[i].host == k[i - 1].host && k[i].pid == k[i - 1].pid) {
+			int rc = tm_fail(err, TM_EINPUT, "%s: measured.ranks[%d].pid: "
+			                 "%ld is also rank %d's, on host %s; expected "
+			                 "one process per rank", C->j->file, k[i].rank,
+			                 k[i].pid, k[i - 1].rank,
+			                 C->c->nodes[k[i].host].host);
+			free(k);
+			return rc;
+		}
+	*out = k;
+	return 0;
+}
+
+static bool is_rank_pid(const pkey *k, int n, int host, long pid)
+{
+	pkey key = { host, pid, -1 };
+	int lo = 0, hi = n;
+	/* the first entry of (host, pid), whatever its rank */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (k[mid].host < host || (k[mid].host == host && k[mid].pid < pid))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && k[lo].host == key.host && k[lo].pid == key.pid;
+}
+
+static void proc_text(gproc *p, const prow *x, int shown)
+{
+	char name[72] = "";
+	size_t len = strlen(p->text);
+	if (shown == 3) {
+		snprintf(p->text + len, sizeof p->text - len, ", ...");
+		return;
+	}
+	if (shown > 3)
+		return;
+	if (x->name)
+		tm_text(name, sizeof name, x->name);
+	if (x->pid > 0)
+		snprintf(p->text + len, sizeof p->text - len, "%spid %ld%s%s",
+		         shown ? ", " : "", x->pid, *name ? " " : "", name);
+	else
+		snprintf(p->text + len, sizeof p->text - len, "%sa process of "
+		         "unknown pid%s%s", shown ? ", " : "", *name ? " " : "",
+		         name);
+}
+
+/* One GPU's listed processes, rows[0..n): which are not the job's. With
+ * the ranks' pids a process is the job's when its pid is a rank's of
+ * that host; one of unknown pid is taken as the rank's own where no pid
+ * named it. Without pids every listed process beyond the GPU's rank is
+ * another's, and none can be named as that one. */
+static void classify(cal *C, const prow *rows, int n, const pkey *pk,
+                     int npk, const tm_problem *pb)
+{
+	int g = rows[0].g, host = pb->gpu_host[g], job = 0, unk = 0, known = 0;
+	int shown = 0;
+	gproc *p = &C->gp[g];
+	bool mine = C->owner[g] >= 0;
+
+	for (int i = 0; i < n; i++) {
+		if (rows[i].pid > 0 && pk && is_rank_pid(pk, npk, host, rows[i].pid))
+			job++;
+		else if (rows[i].pid > 0 && pk)
+			known++;
+		else
+			unk++;
+	}
+	if (pk) {
+		p->foreign = known + (unk > (mine && !job) ? unk - (mine && !job) : 0);
+		for (int i = 0; i < n; i++)
+			if (!(rows[i].pid > 0 && is_rank_pid(pk, npk, host,
+			                                     rows[i].pid)) &&
+			    p->foreign)
+				proc_text(p, &rows[i], shown++);
+	} else {
+		p->foreign = n - mine;
+		p->unsure = mine && p->foreign > 0;
+		for (int i = 0; i < n && p->foreign; i++)
+			proc_text(p, &rows[i], shown++);
+	}
+}
+
+/* The processes each GPU of the plan's hosts had while the job ran
+ * (--processes), told apart from the job's own. */
+static int match_procs(cal *C, const tm_problem *pb, tm_error *err)
+{
+	ukey *u = xmalloc(sizeof *u * (size_t)pb->ngpu);
+	pkey *pk = NULL;
+	prow *rows = NULL;
+	int nu = 0, nrows = 0, nr = job_of(C)->world, order = 0, rc = 0;
+
+	C->gp = xcalloc((size_t)pb->ngpu, sizeof *C->gp);
+	if (!C->nprocs)
+		goto out;
+	if (C->m.pids && (rc = rank_pids(C, pb, &pk, err)))
+		goto out;
+	for (int g = 0; g < pb->ngpu; g++) {
+		const tm_gpu *x = tm_gpu_of(pb, g);
+		if (C->plan_host[pb->gpu_host[g]] && x->uuid)
+			u[nu++] = (ukey){ x->uuid, g };
+	}
+	qsort(u, (size_t)nu, sizeof *u, cmp_ukey);
+	for (int f = 0; f < C->nprocs; f++) {
+		int away = 0, nogpu = 0;
+		for (int i = 0; i < C->procs[f].n; i++) {
+			const tm_proc *x = &C->procs[f].p[i];
+			ukey key = { x->uuid, -1 }, *hit;
+			if (!x->uuid) {
+				nogpu++;
+				continue;
+			}
+			if (!(hit = bsearch(&key, u, (size_t)nu, sizeof *u, cmp_ukey))) {
+				away++;
+				continue;
+			}
+			rows = xrealloc(rows, sizeof *rows * (size_t)(nrows + 1));
+			rows[nrows++] = (prow){ hit->flat, x->pid, x->name, order++ };
+		}
+		if (away || nogpu) {
+			sb_add(&C->notes, "note: ");
+			sb_add_text(&C->notes, C->procs[f].file);
+			sb_addf(&C->notes, ": %d process(es) %s; left out\n",
+			        away + nogpu, !nogpu ? "on GPUs the plan's hosts do not "
+			        "have (by UUID)" : !away ? "without a GPU UUID" :
+			        "without a GPU UUID or on GPUs the plan's hosts do not "
+			        "have");
+		}
+	}
+	qsort(rows, (size_t)nrows, sizeof *rows, cmp_prow);
+	/* a process listed twice (in two lists) is one */
+	{
+		int k = 0;
+		for (int i = 0; i < nrows; i++)
+			if (!k || rows[i].pid <= 0 || rows[i].g != rows[k - 1].g ||
+			    rows[i].pid != rows[k - 1].pid)
+				rows[k++] = rows[i];
+		nrows = k;
+	}
+	for (int i = 0, j; i < nrows; i = j) {
+		for (j = i; j < nrows && rows[j].g == rows[i].g; j++)
+			;
+		classify(C, rows + i, j - i, pk, nr, pb);
+	}
+out:
+	free(u);
+	free(pk);
+	free(rows);
 	return rc;
 }
 
@@ -686,10 +1380,45 @@ static bool same_model(const char *a, const char *b)
 
 /* ---- speed at the job's operating point ------------------------------------ */
 
+/* A rank's measured compute per microbatch, ms; NAN when it was
+ * measured over fewer than MIN_ITERATIONS iterations. */
+static double rank_work(const tm_measured_rank *x)
+{
+	if (x->iterations < MIN_ITERATIONS)
+		return NAN;
+	return x->fwd_ms + x->bwd_ms;
+}
+
+/* The note of a GPU that keeps the profile's derate: why. */
+static void derate_kept(cal *C, const tm_problem *pb, int r, bool in,
+                        bool times)
+{
+	const tm_cal_gpu *G = &C->g[r];
+	char was[32] = "none", why[160];
+	if (!isnan(G->derate_before))
+		snprintf(was, sizeof was, "%.3f", G->derate_before);
+	if (!in && times)
+		snprintf(why, sizeof why, "measured %.0f iteration(s) (job "
+		         "measured.ranks[%d]), fewer than the %d a speed needs",
+		         C->m.ranks[r].iterations, r, MIN_ITERATIONS);
+	else if (!in)
+		snprintf(why, sizeof why, "has no clock reading in the job");
+	else if (pb->nrep * pb->nmember > 1)
+		snprintf(why, sizeof why, "has no other GPU of its stage%s with a "
+		         "speed to compare", times ? "" : " and model");
+	else
+		snprintf(why, sizeof why, "ran its stage alone");
+	sb_addf(&C->notes, "note: %s:%d (rank %d) %s; its derate stays the "
+	        "profile's (%s)\n", G->host, G->index, r, why, was);
+}
+
 /* The derate of every GPU that shares its stage with another: its
  * compute time per microbatch (the job's measured times), else its clock
  * (in-job telemetry, GPUs of one model), against the fastest of them. A
- * GPU alone keeps the profile's. */
+ * GPU alone, or one whose rank ran too few iterations, keeps the
+ * profile's. A derate above 1 by more than RESOLVE_K derate_sd on the
+ * job's basis marks the GPU slow: something there takes the job's
+ * time. */
 static void fit_derates(cal *C, const tm_problem *pb)
 {
 	const tm_job *j = job_of(C);
@@ -712,27 +1441,18 @@ static void fit_derates(cal *C, const tm_problem *pb)
 				continue;
 			if (!times && !same_model(model_of(C, pb, q), model_of(C, pb, r)))
 				continue;
-			x = times ? C->m.ranks[q].fwd_ms + C->m.ranks[q].bwd_ms
-			          : C->g[q].clock_mhz;
+			x = times ? rank_work(&C->m.ranks[q]) : C->g[q].clock_mhz;
 			if (!(x > 0))
 				continue;
 			in |= q == r;
 			grp[k++] = q;
-			if (fast < 0 || (times ? x < C->m.ranks[fast].fwd_ms +
-			                 C->m.ranks[fast].bwd_ms
+			if (fast < 0 || (times ? x < rank_work(&C->m.ranks[fast])
 			                       : x > C->g[fast].clock_mhz))
 				fast = q;
 		}
 		if (!in || k < 2) {
-			char was[32] = "none";
 			done[r] = true;
-			if (!isnan(C->g[r].derate_before))
-				snprintf(was, sizeof was, "%.3f", C->g[r].derate_before);
-			sb_addf(&C->notes, "note: %s:%d (rank %d) %s; its derate stays "
-			        "the profile's (%s)\n", C->g[r].host, C->g[r].index, r,
-			        !in ? "has no clock reading in the job" :
-			        times ? "ran its stage alone" : "ran its stage alone "
-			        "among GPUs of its model", was);
+			derate_kept(C, pb, r, in, times);
 			continue;
 		}
 		for (int i = 0; i < k; i++) {
@@ -777,145 +1497,490 @@ static void fit_derates(cal *C, const tm_problem *pb)
 			G->derate = d - 1 <= G->derate_sd ? 1.0 : d;
 		}
 	}
+	for (int r = 0; r < nr; r++) {
+		tm_cal_gpu *G = &C->g[r];
+		G->slow = G->derate_basis == TM_BASIS_JOB && G->derate > 1 &&
+		          G->derate - 1 > RESOLVE_K * G->derate_sd;
+	}
 	free(grp);
 	free(done);
 }
 
-/* ---- the waiting power ----------------------------------------------------- */
+/* ---- the waiting power and the background ------------------------------------ */
 
 /* What the "calibrated" lines say besides the values. */
 typedef struct why {
-	double pool, pool_sd;   /* the other GPUs' estimate for this one, W */
-	double tau;             /* between-GPU sd of the group, W */
-	int others;             /* GPUs of the group with an estimate of
-	                           their own, this one left out */
+	double pool, pool_sd;   /* its peers' waiting power for it, W */
+	double tau;             /* between-GPU sd of its group, W */
+	bool tau_prior;         /* τ is the model's default spread: too few
+	                           GPUs waited to measure it */
+	int others;             /* peers with an estimate of their own */
+	double cmp, cmp_sd;     /* the waiting power its floor was held
+	                           against for background, W (NAN) */
+	int cmp_how;            /* where cmp comes from: enum tm_cal_wait */
 	double residual;        /* the fit's residual at the job point, °C */
+	double heat;            /* its neighbours' heat in the run, °C */
 	int nfit;               /* GPUs whose residuals made temp_fit_sd_c */
 } why;
 
-/* The power of a waiting rank, per GPU: P_wait = (P − b·P_load)/(1 − b)
- * from its measured power P and the model's busy fraction b, with the
- * variance of P's standard error and of b's uncertainty (which both grow
- * as b → 1); then each GPU's estimate with the other GPUs' of its model,
- * by inverse-variance weighting under a between-GPU spread τ
- * (DerSimonian-Laird, 0 when the estimates agree within their
- * uncertainties). A GPU with b ≈ 1 takes the others' estimate. */
-static void fit_waits(cal *C, const tm_problem *pb, const double *busy,
-                      double t_model, why *W)
+/* The relative uncertainty of the model's busy fraction. */
+static double busy_rel(const cal *C)
+{
+	return isfinite(C->m.iteration_ms) ?
+	       fmax(BUSY_REL_FLOOR, fabs(C->m.iteration_ms - C->res_iter) /
+	            C->m.iteration_ms) : BUSY_REL_DEFAULT;
+}
+
+/* Each GPU's floor P_wait = (P − b·P_load)/(1 − b), from its measured
+ * power P and the model's busy fraction b, with the variance of P's
+ * standard error and of b's uncertainty (both grow as b → 1), where the
+ * rank waits at least WAIT_SHARE_MIN of the iteration; and whether it
+ * is a waiting power: one below idle or above full load by more than
+ * RESOLVE_K of its uncertainties is not (above its peers it is evidence
+ * of background power, fit_background). */
+static void own_floors(cal *C, const tm_problem *pb, const double *busy)
 {
 	int nr = job_of(C)->world;
-	double relb = isfinite(C->m.iteration_ms) ?
-	              fmax(BUSY_REL_FLOOR, fabs(C->m.iteration_ms - t_model) /
-	                   C->m.iteration_ms) : BUSY_REL_DEFAULT;
-	bool *done = xcalloc((size_t)nr, sizeof *done);
-	int *grp = xmalloc(sizeof(int) * (size_t)nr);
-
+	double relb = busy_rel(C);
 	for (int r = 0; r < nr; r++) {
 		tm_cal_gpu *G = &C->g[r];
 		const tm_gpu_profile *e = entry_of(C, pb, r);
 		double b = busy[r], L = e->power_load_w, P = G->power_w;
 		double se = fmax(G->power_se, POWER_SE_FLOOR_W), sb = relb * b;
 		G->busy = b;
-		G->wait_own = G->wait_own_sd = G->wait_w = G->wait_sd = NAN;
-		if (!isfinite(L) || 1 - b < BUSY_WAIT_MIN)
+		G->floor_w = G->floor_sd = G->wait_own = G->wait_own_sd = NAN;
+		G->wait_w = G->wait_sd = NAN;
+		G->wait_how = TM_WAIT_KEPT;
+		if (!isfinite(L)) {
+			G->own_why = TM_OWN_NO_LOAD;
 			continue;
-		G->wait_own = (P - b * L) / (1 - b);
+		}
+		if (1 - b < WAIT_SHARE_MIN) {
+			G->own_why = TM_OWN_BUSY;
+			continue;
+		}
+		G->floor_w = (P - b * L) / (1 - b);
 		/* ∂/∂P = 1/(1−b), ∂/∂b = (P − L)/(1−b)² */
-		G->wait_own_sd = sqrt(pow(se / (1 - b), 2) +
-		                      pow((P - L) / ((1 - b) * (1 - b)) * sb, 2));
+		G->floor_sd = sqrt(pow(se / (1 - b), 2) +
+		                   pow((P - L) / ((1 - b) * (1 - b)) * sb, 2));
+		G->own_why = G->floor_w < e->power_idle_w -
+		             RESOLVE_K * G->floor_sd ? TM_OWN_BELOW_IDLE :
+		             G->floor_w > L + RESOLVE_K * G->floor_sd ?
+		             TM_OWN_ABOVE_LOAD : TM_OWN_USED;
 	}
-	for (int r = 0; r < nr; r++) {
-		double sw = 0, swx = 0, sww = 0, q = 0, tau2 = 0, mu, s = 0, sx = 0;
-		int k = 0, n = 0;
-		if (done[r])
-			continue;
-		for (int i = r; i < nr; i++)
-			if (!done[i] && same_model(model_of(C, pb, i), model_of(C, pb, r))) {
-				done[i] = true;
-				grp[n++] = i;
-			}
-		for (int i = 0; i < n; i++) {
-			const tm_cal_gpu *G = &C->g[grp[i]];
-			double w;
-			if (isnan(G->wait_own))
-				continue;
-			w = 1 / (G->wait_own_sd * G->wait_own_sd);
-			sw += w;
-			swx += w * G->wait_own;
-			sww += w * w;
-			k++;
-		}
-		if (k >= 2) {
-			mu = swx / sw;
-			for (int i = 0; i < n; i++) {
-				const tm_cal_gpu *G = &C->g[grp[i]];
-				if (!isnan(G->wait_own))
-					q += pow(G->wait_own - mu, 2) /
-					     (G->wait_own_sd * G->wait_own_sd);
-			}
-			tau2 = fmax(0, (q - (k - 1)) / (sw - sww / sw));
-		}
-		/* the random-effects weights */
-		for (int i = 0; i < n; i++) {
-			const tm_cal_gpu *G = &C->g[grp[i]];
-			if (!isnan(G->wait_own)) {
-				s += 1 / (G->wait_own_sd * G->wait_own_sd + tau2);
-				sx += G->wait_own / (G->wait_own_sd * G->wait_own_sd + tau2);
-			}
-		}
-		for (int i = 0; i < n; i++) {
-			int g = grp[i];
-			tm_cal_gpu *G = &C->g[g];
-			const tm_gpu_profile *e = entry_of(C, pb, g);
-			double so = s, sxo = sx, prec = 0, num = 0, lo, hi;
-			/* the others: the group without this GPU */
-			if (!isnan(G->wait_own)) {
-				double v = G->wait_own_sd * G->wait_own_sd;
-				so -= 1 / (v + tau2);
-				sxo -= G->wait_own / (v + tau2);
-				prec += 1 / v;
-				num += G->wait_own / v;
-			}
-			W[g].others = k - !isnan(G->wait_own);
-			W[g].tau = sqrt(tau2);
-			W[g].pool = W[g].pool_sd = NAN;
-			if (W[g].others > 0 && so > 0) {
-				/* a GPU of this model: the others' mean, as uncertain
-				 * as that mean plus the spread between GPUs */
-				double pv = 1 / so + tau2;
-				W[g].pool = sxo / so;
-				W[g].pool_sd = sqrt(pv);
-				prec += 1 / pv;
-				num += W[g].pool / pv;
-			}
-			if (!(prec > 0) || !isfinite(e->power_load_w)) {
-				sb_addf(&C->notes, "note: %s:%d (rank %d): %s; power_wait_w "
-				        "stays the profile's\n", G->host, G->index, g,
-				        !isfinite(e->power_load_w) ? "the profile has no "
-				        "power_load_w" : "busy all the time, and no other "
-				        "GPU of its model measured waiting");
-				continue;
-			}
-			/* a waiting rank draws between idle and full load */
-			lo = isfinite(e->power_idle_w) ? e->power_idle_w : 0;
-			hi = e->power_load_w;
-			G->wait_w = fmin(hi, fmax(fmin(lo, hi), num / prec));
-			G->wait_sd = fmax(POWER_SE_FLOOR_W, sqrt(1 / prec));
-		}
-	}
-	free(done);
-	free(grp);
 }
 
+/* The floor is a measurement of what the GPU draws while its rank
+ * waits (above full load too: then of background power). */
+static bool floor_ok(const tm_cal_gpu *G)
+{
+	return isfinite(G->floor_w) && G->own_why != TM_OWN_BELOW_IDLE;
+}
+
+/* A GPU's waiting power with neither an estimate of its own nor peers:
+ * the profile's value, else the model's default (problem.c's rule);
+ * TM_WAIT_KEPT when the profile has no powers to make it from. */
+static int prior_wait(const tm_gpu_profile *e, double *v, double *sd)
+{
+	double pi = e->power_idle_w, pl = e->power_load_w;
+	if (isfinite(e->power_wait_w)) {
+		*v = e->power_wait_w;
+		*sd = isfinite(e->power_wait_sd_w) ? e->power_wait_sd_w :
+		      isfinite(pi) && isfinite(pl) ? WAIT_SHARE_SD * (pl - pi) :
+		      0.1 * *v;
+		return TM_WAIT_PROFILE;
+	}
+	if (isfinite(pi) && isfinite(pl)) {
+		*v = pi + WAIT_SHARE * (pl - pi);
+		*sd = WAIT_SHARE_SD * fabs(pl - pi);
+		return TM_WAIT_DEFAULT;
+	}
+	*v = *sd = NAN;
+	return TM_WAIT_KEPT;
+}
+
+/* The ranks of r's GPU model, in rank order, each once (done). */
+static int group_of(const cal *C, const tm_problem *pb, int r, bool *done,
+                    int *grp)
+{
+	int n = 0;
+	for (int i = r; i < job_of(C)->world; i++)
+		if (!done[i] && same_model(model_of(C, pb, i), model_of(C, pb, r))) {
+			done[i] = true;
+			grp[n++] = i;
+		}
+	return n;
+}
+
+/* The estimates of a group pooled under random effects: the between-GPU
+ * variance τ² by DerSimonian–Laird over k ≥ TAU_MIN_GPUS GPUs,
+ * τ² = max(0, (Q − (k − 1)) / (Σw − Σw²/Σw)), w = 1/σ²; with fewer, τ is
+ * the model's default spread (WAIT_SHARE_SD of idle → load): nothing
+ * measured how alike the GPUs are. */
+typedef struct pool {
+	int k;                  /* GPUs in it */
+	double tau2;            /* between-GPU variance, W² */
+	bool tau_prior;         /* τ² is the default's */
+	double s, sx;           /* Σ w*, Σ w*·x, w* = 1/(σ² + τ²) */
+	double f1, f2, fx, fxx; /* Σ w, Σ w², Σ w·x, Σ w·x², w = 1/σ² */
+	double span;            /* mean idle → load of its GPUs, W */
+} pool;
+
+/* DerSimonian–Laird's τ² from the fixed-effect sums of k estimates, or
+ * the default spread's where k < TAU_MIN_GPUS. */
+static double dl_tau2(int k, double f1, double f2, double fx, double fxx,
+                      double span, bool *prior)
+{
+	*prior = k < TAU_MIN_GPUS;
+	if (k < TAU_MIN_GPUS)
+		return k ? pow(WAIT_SHARE_SD * span, 2) : 0;
+	return fmax(0, (fxx - fx * fx / f1 - (k - 1)) / (f1 - f2 / f1));
+}
+
+static void pool_make(const cal *C, const tm_problem *pb, const int *grp,
+                      int n, const bool *in, pool *P)
+{
+	memset(P, 0, sizeof *P);
+	for (int i = 0; i < n; i++) {
+		const tm_cal_gpu *G = &C->g[grp[i]];
+		const tm_gpu_profile *e = entry_of(C, pb, grp[i]);
+		double w;
+		if (!in[grp[i]])
+			continue;
+		w = 1 / (G->floor_sd * G->floor_sd);
+		P->f1 += w;
+		P->f2 += w * w;
+		P->fx += w * G->floor_w;
+		P->fxx += w * G->floor_w * G->floor_w;
+		P->span += e->power_load_w - (isfinite(e->power_idle_w) ?
+		                              e->power_idle_w : 0);
+		P->k++;
+	}
+	if (P->k)
+		P->span /= P->k;
+	P->tau2 = dl_tau2(P->k, P->f1, P->f2, P->fx, P->fxx, P->span,
+	                  &P->tau_prior);
+	for (int i = 0; i < n; i++) {
+		const tm_cal_gpu *G = &C->g[grp[i]];
+		double v = G->floor_sd * G->floor_sd + P->tau2;
+		if (in[grp[i]]) {
+			P->s += 1 / v;
+			P->sx += G->floor_w / v;
+		}
+	}
+}
+
+/* The others of a pool G is in, as a yardstick for G's own estimate:
+ * their fixed-effect mean, uncertain by its error and their spread
+ * measured without G (one GPU far off its peers would widen the spread
+ * it is held to). */
+static bool pool_others(const pool *P, const tm_cal_gpu *G, double *mu,
+                        double *sd)
+{
+	double w = 1 / (G->floor_sd * G->floor_sd), x = G->floor_w;
+	double f1 = P->f1 - w, fx = P->fx - w * x;
+	bool prior;
+	if (P->k < 2 || !(f1 > 0))
+		return false;
+	*mu = fx / f1;
+	*sd = sqrt(1 / f1 + dl_tau2(P->k - 1, f1, P->f2 - w * w, fx,
+	                            P->fxx - w * x * x, P->span, &prior));
+	return true;
+}
+
+/* The pool as a statement about G (in it when in): the others' mean,
+ * as uncertain as that mean plus the spread between GPUs. false when
+ * no other GPU is in it. */
+static bool pool_for(const pool *P, const tm_cal_gpu *G, bool in,
+                     double *mu, double *sd, int *others)
+{
+	double so = P->s, sxo = P->sx;
+	if (in) {
+		double v = G->floor_sd * G->floor_sd + P->tau2;
+		so -= 1 / v;
+		sxo -= G->floor_w / v;
+	}
+	*others = P->k - in;
+	if (*others <= 0 || !(so > 0))
+		return false;
+	*mu = sxo / so;
+	*sd = sqrt(1 / so + P->tau2);
+	return true;
+}
+
+/* The power of work that is not the job's, per GPU of the plan. Evidence
+ * that such work ran with the job: a process listed on the GPU that is
+ * not the job's, or a derate resolvably above 1. With it, the power is
+ * measured from busy samples outside the job's span (direct); else from
+ * the GPU's floor while its rank waits, when that is above what its
+ * peers wait at by more than RESOLVE_K combined uncertainties
+ * (indirect); a listed process that neither measures is somewhere
+ * between the GPU's waiting power and full load (the midpoint, sd =
+ * span/√12). The peers here are the GPUs of its model without such
+ * evidence. An earlier value without evidence now is removed where the
+ * run tests it. */
+static void fit_background(cal *C, const tm_problem *pb, why *W)
+{
+	int nr = job_of(C)->world, *grp = xmalloc(sizeof(int) * (size_t)nr);
+	bool *done = xcalloc((size_t)nr, sizeof *done);
+	bool *in = xcalloc((size_t)nr, sizeof *in);
+
+	for (int r = 0; r < nr; r++) {
+		pool P;
+		int n;
+		if (done[r])
+			continue;
+		n = group_of(C, pb, r, done, grp);
+		for (int i = 0; i < n; i++) {
+			const tm_cal_gpu *G = &C->g[grp[i]];
+			in[grp[i]] = G->own_why == TM_OWN_USED && !G->nforeign &&
+			             !G->slow;
+		}
+		pool_make(C, pb, grp, n, in, &P);
+		for (int i = 0; i < n; i++) {
+			int q = grp[i], others;
+			tm_cal_gpu *G = &C->g[q];
+			const tm_gpu_profile *e = entry_of(C, pb, q);
+			const acc *bg = &C->T.g[C->tid[q]]->k[K_BG];
+			bool evidence = G->nforeign > 0 || G->slow;
+			double L = e->power_load_w, cmp = NAN, cmp_sd = NAN;
+			G->bg_before = e->background_power_w;
+			G->bg_w = G->bg_sd = NAN;
+			G->bg_s = bg->secs;
+			W[q].cmp_how = TM_WAIT_PEERS;
+			if (!pool_for(&P, G, in[q], &cmp, &cmp_sd, &others))
+				W[q].cmp_how = prior_wait(e, &cmp, &cmp_sd);
+			W[q].cmp = cmp;
+			W[q].cmp_sd = cmp_sd;
+			if (evidence && G->bg_s >= BG_MIN_S) {
+				G->bg_how = TM_BG_DIRECT;
+				G->bg_w = ws_mean(&bg->f[F_POWER]);
+				G->bg_sd = fmax(POWER_SE_FLOOR_W, acc_se(bg, F_POWER));
+			} else if (evidence && floor_ok(G) && isfinite(cmp) &&
+			           G->floor_w - cmp > RESOLVE_K *
+			           hypot(G->floor_sd, cmp_sd)) {
+				G->bg_how = TM_BG_INDIRECT;
+				G->bg_w = G->floor_w;
+				G->bg_sd = G->floor_sd;
+			} else if (G->nforeign && !floor_ok(G) && isfinite(cmp) &&
+			           isfinite(L)) {
+				double lo = fmin(cmp, L);
+				G->bg_how = TM_BG_UNKNOWN;
+				G->bg_w = (lo + L) / 2;
+				G->bg_sd = fmax(POWER_SE_FLOOR_W, (L - lo) / sqrt(12));
+			} else if (isfinite(G->bg_before)) {
+				/* its floor shows nothing above waiting; or the lists
+				 * show no other process, and nothing slows the job */
+				G->bg_how = floor_ok(G) || (!evidence && C->nprocs) ?
+				            TM_BG_REMOVED : TM_BG_KEPT;
+			} else {
+				G->bg_how = TM_BG_NONE;
+				/* nothing says another process runs there, but its
+				 * floor may: a note */
+				if (in[q])
+					pool_others(&P, G, &cmp, &cmp_sd);
+				if (floor_ok(G) && G->floor_w - cmp > RESOLVE_K *
+				    hypot(G->floor_sd, cmp_sd))
+					sb_addf(&C->notes, "note: %s:%d (rank %d): its floor "
+					        "while the rank waits, %.1f ± %.1f W, is above "
+					        "what its peers wait at, %.1f ± %.1f W; if "
+					        "another process runs there, --processes "
+					        "names it\n", G->host, G->index, q, G->floor_w,
+					        G->floor_sd, cmp, cmp_sd);
+			}
+		}
+	}
+	free(grp);
+	free(done);
+	free(in);
+}
+
+/* A GPU the plan leaves unused draws what runs there: its busy settled
+ * samples in the job's span (at least BG_MIN_S of them) are all
+ * background. One idle through the job had none. */
+static void fit_background_unused(cal *C, const tm_problem *pb)
+{
+	for (int i = 0; i < C->nu; i++) {
+		tm_cal_gpu *U = &C->u[i];
+		int g = C->uflat[i];
+		const acc *j = &C->T.g[C->gtid[g]]->k[K_JOB];
+		const acc *idle = &C->T.g[C->gtid[g]]->k[K_IDLE];
+		U->bg_before = pb->prof[g] >= 0 ?
+		               C->p->gpus[pb->prof[g]].background_power_w : NAN;
+		U->bg_w = U->bg_sd = NAN;
+		U->bg_s = j->secs;
+		if (j->secs >= BG_MIN_S) {
+			U->bg_how = TM_BG_IN_JOB;
+			U->bg_w = ws_mean(&j->f[F_POWER]);
+			U->bg_sd = fmax(POWER_SE_FLOOR_W, acc_se(j, F_POWER));
+		} else if (isfinite(U->bg_before)) {
+			U->bg_how = idle->n ? TM_BG_REMOVED : TM_BG_KEPT;
+		} else {
+			U->bg_how = TM_BG_NONE;
+		}
+	}
+}
+
+static bool has_bg(const tm_cal_gpu *G)
+{
+	return isfinite(G->bg_w) || G->bg_how == TM_BG_KEPT;
+}
+
+/* Why a GPU has no waiting power of its own, for a note and a line. */
+static void no_own_text(const tm_cal_gpu *G, const tm_gpu_profile *e,
+                        char *buf, size_t n)
+{
+	switch (G->own_why) {
+	case TM_OWN_BUSY:
+		snprintf(buf, n, "busy %.3f, it waits %.1f %% of the iteration, "
+		         "under the %.0f %% an estimate of its own needs", G->busy,
+		         100 * (1 - G->busy), 100 * WAIT_SHARE_MIN);
+		break;
+	case TM_OWN_BELOW_IDLE:
+	case TM_OWN_ABOVE_LOAD:
+		snprintf(buf, n, "its own (P - b*P_load)/(1 - b) = %.1f +- %.1f W "
+		         "is %s %s %.2f W by more than %g sd: not a waiting power",
+		         G->floor_w, G->floor_sd, G->own_why == TM_OWN_BELOW_IDLE ?
+		         "below" : "above", G->own_why == TM_OWN_BELOW_IDLE ?
+		         "power_idle_w" : "power_load_w", G->own_why ==
+		         TM_OWN_BELOW_IDLE ? e->power_idle_w : e->power_load_w,
+		         RESOLVE_K);
+		break;
+	case TM_OWN_BACKGROUND:
+		snprintf(buf, n, "another process keeps its GPU above what the "
+		         "rank draws while it waits (background_power_w)");
+		break;
+	default:
+		snprintf(buf, n, "none");
+	}
+}
+
+/* What a GPU without an estimate of its own takes, for notes and lines. */
+static const char *prior_name(int how)
+{
+	return how == TM_WAIT_PEERS ? "its peers' pooled value" :
+	       how == TM_WAIT_PROFILE ? "the profile's value, its prior" :
+	       "the model's default, 45 % of idle to load";
+}
+
+/* GPU q's written waiting power (fit_waits). */
+static void wait_of(cal *C, const tm_problem *pb, int q, const pool *P,
+                    bool in, why *W)
+{
+	tm_cal_gpu *G = &C->g[q];
+	const tm_gpu_profile *e = entry_of(C, pb, q);
+	double mu = NAN, sd = NAN, v, var, lo;
+	bool have = pool_for(P, G, in, &mu, &sd, &W[q].others);
+	char why_not[256];
+
+	W[q].pool = have ? mu : NAN;
+	W[q].pool_sd = have ? sd : NAN;
+	W[q].tau = sqrt(P->tau2);
+	W[q].tau_prior = P->tau_prior;
+	if (in) {
+		G->wait_own = G->floor_w;
+		G->wait_own_sd = G->floor_sd;
+	}
+	if (G->own_why == TM_OWN_NO_LOAD) {
+		sb_addf(&C->notes, "note: %s:%d (rank %d): the profile has no "
+		        "power_load_w; power_wait_w stays the profile's\n", G->host,
+		        G->index, q);
+		return;
+	}
+	if (in) {
+		double prec = 1 / (G->floor_sd * G->floor_sd);
+		double num = G->floor_w * prec;
+		if (have) {
+			prec += 1 / (sd * sd);
+			num += mu / (sd * sd);
+		}
+		v = num / prec;
+		var = 1 / prec;
+		G->wait_how = TM_WAIT_OWN;
+	} else if (have) {
+		v = mu;
+		var = sd * sd;
+		G->wait_how = TM_WAIT_PEERS;
+	} else if ((G->wait_how = prior_wait(e, &v, &sd)) == TM_WAIT_KEPT) {
+		sb_addf(&C->notes, "note: %s:%d (rank %d): no waiting power of its "
+		        "own, no other GPU of its model waited, and the profile "
+		        "has no power_idle_w; power_wait_w stays the profile's\n",
+		        G->host, G->index, q);
+		return;
+	} else {
+		var = sd * sd;
+	}
+	/* a waiting rank draws between idle and full load */
+	lo = isfinite(e->power_idle_w) ? e->power_idle_w : 0;
+	G->wait_w = fmin(e->power_load_w, fmax(fmin(lo, e->power_load_w), v));
+	G->wait_sd = fmax(POWER_SE_FLOOR_W, sqrt(var));
+	if (in)
+		return;
+	no_own_text(G, e, why_not, sizeof why_not);
+	sb_addf(&C->notes, "note: %s:%d (rank %d): %s; it takes %s\n",
+	        G->host, G->index, q, why_not, prior_name(G->wait_how));
+}
+
+/* The written waiting power of every GPU: its own estimate with its
+ * peers' (inverse-variance), where it has one; else its peers' pooled
+ * estimate; else its prior, the profile's value or the model's default.
+ * The peers are the GPUs of its model with an estimate of their own and
+ * no background power. Held between idle and full load. */
+static void fit_waits(cal *C, const tm_problem *pb, why *W)
+{
+	int nr = job_of(C)->world, *grp = xmalloc(sizeof(int) * (size_t)nr);
+	bool *done = xcalloc((size_t)nr, sizeof *done);
+	bool *in = xcalloc((size_t)nr, sizeof *in);
+
+	for (int r = 0; r < nr; r++) {
+		pool P;
+		int n;
+		if (done[r])
+			continue;
+		n = group_of(C, pb, r, done, grp);
+		for (int i = 0; i < n; i++) {
+			tm_cal_gpu *G = &C->g[grp[i]];
+			if (G->own_why == TM_OWN_USED && has_bg(G))
+				G->own_why = TM_OWN_BACKGROUND;
+			in[grp[i]] = G->own_why == TM_OWN_USED;
+		}
+		pool_make(C, pb, grp, n, in, &P);
+		for (int i = 0; i < n; i++)
+			wait_of(C, pb, grp[i], &P, in[grp[i]], W);
+	}
+	free(grp);
+	free(done);
+	free(in);
+}
 /* ---- the thermal fit's spread ----------------------------------------------- */
 
-/* The fit's residual at the job point (measured power and temperature):
- * T − (ambient + r·P), or without the fit T against the straight line
- * through the idle and full-load levels. NAN when neither is known. */
-static double fit_residual(const tm_gpu_profile *e, double P, double T)
+/* The heat GPU g's neighbours gave it in the run (docs/model.md,
+ * section 5): Σ c·(P − idle) over its coupling's sources, at the powers
+ * they drew as measured (the model's, where the telemetry has none). 0
+ * without a coupling. */
+static double heat_in(const cal *C, const tm_problem *pb, int g)
+{
+	double x = 0;
+	for (int k = pb->coupled ? pb->cp_first[g] : 0;
+	     pb->coupled && k < pb->cp_first[g + 1]; k++) {
+		int h = pb->cp_src[k];
+		double P = isfinite(C->gpw[h]) ? C->gpw[h] : pb->p_unused[h];
+		double dp = P - pb->p_idle[h];
+		if (isfinite(dp))
+			x += pb->cp_c[k] * dp;
+	}
+	return x;
+}
+
+/* The fit's residual at the job point (measured power and temperature,
+ * with the neighbours' heat): T − (ambient + r·P + heat), or without the
+ * fit T against the straight line through the idle and full-load levels
+ * (the model has no coupling there). NAN when neither is known. */
+static double fit_residual(const tm_gpu_profile *e, double P, double T,
+                           double heat)
 {
 	if (isfinite(e->ambient_c) && isfinite(e->r_c_per_w))
-		return T - (e->ambient_c + e->r_c_per_w * P);
+		return T - (e->ambient_c + e->r_c_per_w * P + heat);
 	if (isfinite(e->temp_idle_c) && isfinite(e->temp_load_c) &&
 	    isfinite(e->power_idle_w) && isfinite(e->power_load_w) &&
 	    e->power_load_w - e->power_idle_w > 1)
@@ -944,7 +2009,10 @@ static void fit_spread(cal *C, const tm_problem *pb, why *W)
 			if (done[i] || !same_model(model_of(C, pb, i), model_of(C, pb, r)))
 				continue;
 			done[i] = true;
-			W[i].residual = fit_residual(e, C->g[i].power_w, C->g[i].temp_c);
+			W[i].heat = isfinite(e->ambient_c) && isfinite(e->r_c_per_w) ?
+			            heat_in(C, pb, C->flat[i]) : 0;
+			W[i].residual = fit_residual(e, C->g[i].power_w,
+			                             C->g[i].temp_c, W[i].heat);
 			C->g[i].fit_sd_c = -1;   /* of this group */
 			if (isnan(W[i].residual))
 				continue;
@@ -976,9 +2044,12 @@ static int in_range(const cal *C, const why *W, tm_error *err)
 		const tm_cal_gpu *G = &C->g[r];
 		const char *what = G->wait_sd > 1e5 ? "power_wait_sd_w" :
 		                   G->derate > 100 ? "derate" :
-		                   G->derate_sd > 100 ? "derate_sd" : NULL;
+		                   G->derate_sd > 100 ? "derate_sd" :
+		                   G->bg_w > 1e5 ? "background_power_w" :
+		                   G->bg_sd > 1e5 ? "background_power_sd_w" : NULL;
 		double v = G->wait_sd > 1e5 ? G->wait_sd : G->derate > 100 ?
-		           G->derate : G->derate_sd;
+		           G->derate : G->derate_sd > 100 ? G->derate_sd :
+		           G->bg_w > 1e5 ? G->bg_w : G->bg_sd;
 		if (what)
 			return tm_fail(err, TM_EINPUT, "%s: host %s GPU %d (rank %d) "
 			               "gives %s %g, beyond the profile's range; "
@@ -1008,12 +2079,13 @@ static void fmt_or_none(char *buf, size_t n, double v, const char *unit)
 		snprintf(buf, n, "%.4g%s", v, unit);
 }
 
-/* Sets field = v, rounded to decimals, in entry e, listed in "calibrated"
- * with line, and no longer "estimated" nor "from_baseline". */
+/* Sets field = v (NAN removes it), rounded to decimals, in entry e,
+ * listed in "calibrated" with line, and no longer "estimated" nor
+ * "from_baseline". */
 static void put(tm_gpu_profile *e, int field, double v, int decimals,
                 const char *line, int *n)
 {
-	char shown[1024];
+	char shown[1536];
 	double f = pow(10, decimals);
 	/* shown as text for people, also where snprintf cut a character */
 	tm_text(shown, sizeof shown, line);
@@ -1024,61 +2096,217 @@ static void put(tm_gpu_profile *e, int field, double v, int decimals,
 	(*n)++;
 }
 
+/* "thermap calibrate: plan ID, telemetry FILES (N settled in-job samples
+ * over S s)": where every line of a GPU comes from. */
+static void source_of(const cal *C, const tm_cal_gpu *G, const tacc *a,
+                      char *buf, size_t n)
+{
+	const acc *j = &a->k[K_JOB];
+	snprintf(buf, n, "thermap calibrate: plan %s, %s (%ld settled "
+	         "in-job samples over %.0f s)", C->plan.id, C->files.s,
+	         G->samples, isnan(j->t0) ? 0.0 : j->t1 - j->t0);
+}
+
+/* The waiting power's two lines. */
+static void put_wait(cal *C, tm_gpu_profile *e, const tm_cal_gpu *G,
+                     const why *w, const char *src, int *ncal)
+{
+	char line[1536], own[320], peers[256], how[200], a[32], sdw[200];
+	if (G->wait_how == TM_WAIT_KEPT)
+		return;
+	if (G->wait_how == TM_WAIT_OWN)
+		snprintf(own, sizeof own, "own (P - b*P_load)/(1 - b) = %.1f +- "
+		         "%.1f W with P %.2f W, b %.3f, P_load %.2f W", G->wait_own,
+		         G->wait_own_sd, G->power_w, G->busy, e->power_load_w);
+	else {
+		char t[256];
+		no_own_text(G, e, t, sizeof t);
+		snprintf(own, sizeof own, "own: none (%s)", t);
+	}
+	if (isnan(w->pool))
+		snprintf(peers, sizeof peers, "no other GPU of its model waited "
+		         "%.0f %% of the iteration with no background power",
+		         100 * WAIT_SHARE_MIN);
+	else
+		snprintf(peers, sizeof peers, "the other %d GPU(s) of its model "
+		         "that waited give %.1f +- %.1f W (between-GPU sd %.1f W%s)",
+		         w->others, w->pool, w->pool_sd, w->tau, w->tau_prior ?
+		         ", the model's default: too few GPUs waited to measure "
+		         "it" : "");
+	if (G->wait_how == TM_WAIT_OWN)
+		snprintf(how, sizeof how, "%s", isnan(w->pool) ? "its own" :
+		         "inverse-variance combined");
+	else
+		snprintf(how, sizeof how, "its own data could not give one: it "
+		         "takes %s (%.2f +- %.2f W)", prior_name(G->wait_how),
+		         G->wait_w, G->wait_sd);
+	fmt_or_none(a, sizeof a, e->power_wait_w, " W");
+	snprintf(line, sizeof line, "%s: %s; %s; %s; before: %s (the model took "
+	         "%.1f W)", src, own, peers, how, a, G->wait_before);
+	put(e, TM_PF_POWER_WAIT_W, G->wait_w, 2, line, ncal);
+	if (G->wait_how == TM_WAIT_OWN)
+		snprintf(sdw, sizeof sdw, "from the power's standard error (at "
+		         "least %g W) and the busy fraction's (%.1f %% of b)%s",
+		         POWER_SE_FLOOR_W, 100 * busy_rel(C), isnan(w->pool) ? "" :
+		         ", combined with its peers'");
+	else if (G->wait_how == TM_WAIT_PEERS)
+		snprintf(sdw, sizeof sdw, "its peers' mean's and the between-GPU "
+		         "spread (%.1f W)", w->tau);
+	else
+		snprintf(sdw, sizeof sdw, "%s", G->wait_how == TM_WAIT_PROFILE ?
+		         "the profile's" : "the model's default, 7 % of idle to "
+		         "load");
+	fmt_or_none(a, sizeof a, e->power_wait_sd_w, " W");
+	snprintf(line, sizeof line, "%s: the uncertainty of power_wait_w: %s; "
+	         "before: %s", src, sdw, a);
+	put(e, TM_PF_POWER_WAIT_SD_W, G->wait_sd, 2, line, ncal);
+}
+
+/* "another process (pid 4242 python3)", "2 other processes (...)", "one
+ * of 2 processes (...; the job gives no pids ...)", "work that is not the
+ * job's". */
+static void who_text(const cal *C, int g, char *buf, size_t n)
+{
+	const gproc *p = &C->gp[g];
+	if (!p->foreign)
+		snprintf(buf, n, "work that is not the job's");
+	else if (p->unsure)
+		snprintf(buf, n, "%s of %d processes (%s; the job gives no pids "
+		         "to tell which are its rank's)", p->foreign == 1 ? "one" :
+		         "some", p->foreign + 1, p->text);
+	else if (p->foreign == 1)
+		snprintf(buf, n, "another process (%s)", p->text);
+	else
+		snprintf(buf, n, "%d other processes (%s)", p->foreign, p->text);
+}
+
+/* When the busy samples outside the job were taken. */
+static const char *bg_when(const cal *C, const acc *bg)
+{
+	bool before = bg->t0 < C->T.start, after = bg->t1 > C->T.end;
+	return before && after ? "before the job started and after it ended" :
+	       before ? "before the job started" : "after the job ended";
+}
+
+/* How background_power_w was found, for its line (and the table). */
+static void bg_how_text(const cal *C, const tm_cal_gpu *G, int g,
+                        const why *w, char *buf, size_t n)
+{
+	const acc *bg = &C->T.g[C->gtid[g]]->k[K_BG];
+	switch (G->bg_how) {
+	case TM_BG_DIRECT:
+		snprintf(buf, n, "measured %s: %ld busy sample(s) over %.0f s, "
+		         "%g s or more into their busy run, mean power %.2f +- "
+		         "%.2f W (batch means, at least %g W)", bg_when(C, bg),
+		         bg->n, bg->secs, BG_SETTLE_S, G->bg_w, G->bg_sd,
+		         POWER_SE_FLOOR_W);
+		break;
+	case TM_BG_INDIRECT:
+		snprintf(buf, n, "from its floor while the rank waits, (P - "
+		         "b*P_load)/(1 - b) = %.1f +- %.1f W with P %.2f W, b %.3f, "
+		         "above %s %.1f +- %.1f W by more than %g combined sd",
+		         G->floor_w, G->floor_sd, G->power_w, G->busy,
+		         w->cmp_how == TM_WAIT_PEERS ? "its peers' waiting power" :
+		         w->cmp_how == TM_WAIT_PROFILE ? "the profile's waiting "
+		         "power" : "the model's default waiting power", w->cmp,
+		         w->cmp_sd, RESOLVE_K);
+		break;
+	case TM_BG_UNKNOWN:
+		snprintf(buf, n, "not measurable: the rank computes %.0f %% of the "
+		         "time and no busy sample lies outside the job; somewhere "
+		         "between its waiting power %.1f W and power_load_w: the "
+		         "midpoint, sd = span/sqrt(12)", 100 * G->busy, w->cmp);
+		break;
+	case TM_BG_IN_JOB:
+		snprintf(buf, n, "the plan leaves it unused, and it was busy while "
+		         "the job ran: %ld settled sample(s) over %.0f s, mean "
+		         "power %.2f +- %.2f W", C->T.g[C->gtid[g]]->k[K_JOB].n,
+		         G->bg_s, G->bg_w, G->bg_sd);
+		break;
+	default:
+		snprintf(buf, n, "none");
+	}
+}
+
+/* Why an earlier background_power_w is removed or kept. */
+static void bg_gone_text(const cal *C, const tm_cal_gpu *G, const why *w,
+                         char *buf, size_t n)
+{
+	if (G->rank < 0)
+		snprintf(buf, n, G->bg_how == TM_BG_REMOVED ? "the plan leaves it "
+		         "unused and it was idle while the job ran" : "the plan "
+		         "leaves it unused and no settled sample shows it in the "
+		         "job's span");
+	else if (G->bg_how == TM_BG_REMOVED && floor_ok(G))
+		snprintf(buf, n, "its floor while the rank waits, %.1f +- %.1f W, "
+		         "is within %.1f +- %.1f W, what it waits at without it",
+		         G->floor_w, G->floor_sd, w->cmp, w->cmp_sd);
+	else if (G->bg_how == TM_BG_REMOVED)
+		snprintf(buf, n, "no process but the job's listed on it (%s), and "
+		         "the job runs there at its stage's speed", C->pfiles.s);
+	else
+		snprintf(buf, n, "nothing in this run tests it (%s, and the rank "
+		         "waits too little to measure its floor)", C->nprocs ?
+		         "a process is listed or the job runs slower there" :
+		         "no process list");
+}
+
+/* The background power's lines (two, or one for a value removed
+ * without an uncertainty). */
+static void put_bg(cal *C, tm_gpu_profile *e, const tm_cal_gpu *G, int g,
+                   const why *w, const char *src, int *ncal)
+{
+	char line[1536], who[512], how[400], a[32], procs[320] = "";
+	if (G->bg_how == TM_BG_NONE || G->bg_how == TM_BG_KEPT)
+		return;
+	fmt_or_none(a, sizeof a, e->background_power_w, " W");
+	if (G->bg_how == TM_BG_REMOVED) {
+		bg_gone_text(C, G, w, how, sizeof how);
+		snprintf(line, sizeof line, "%s: removed: %s; before: %s", src, how,
+		         a);
+		put(e, TM_PF_BACKGROUND_W, NAN, 2, line, ncal);
+		if (isfinite(e->background_power_sd_w)) {
+			snprintf(line, sizeof line, "%s: removed with "
+			         "background_power_w; before: %.4g W", src,
+			         e->background_power_sd_w);
+			put(e, TM_PF_BACKGROUND_SD_W, NAN, 2, line, ncal);
+		}
+		return;
+	}
+	who_text(C, g, who, sizeof who);
+	bg_how_text(C, G, g, w, how, sizeof how);
+	if (C->nprocs)
+		snprintf(procs, sizeof procs, " (processes %s)", C->pfiles.s);
+	snprintf(line, sizeof line, "%s: %s draws this besides the job%s; %s; "
+	         "before: %s", src, who, procs, how, a);
+	put(e, TM_PF_BACKGROUND_W, G->bg_w, 2, line, ncal);
+	fmt_or_none(a, sizeof a, e->background_power_sd_w, " W");
+	snprintf(line, sizeof line, "%s: the uncertainty of background_power_w "
+	         "(%s); before: %s", src, G->bg_how == TM_BG_UNKNOWN ?
+	         "a uniform range's" : G->bg_how == TM_BG_INDIRECT ? "its "
+	         "floor's" : "the standard error of its mean", a);
+	put(e, TM_PF_BACKGROUND_SD_W, G->bg_sd, 2, line, ncal);
+}
+
 /* The calibrated profile: the prior (C->p, whose derates already hold
  * the fitted ones) with every fitted field set and its line, written as
  * every profile is. Each line is made before its field is set, so that
  * "before" is the prior's value. */
 static char *write_profile(cal *C, const tm_problem *pb, const why *W,
-                           int *ncal)
+                           int *ncal, int *nentries)
 {
 	int nr = job_of(C)->world;
-	char line[1024], a[32], b[32];
+	char line[1536], a[32], b[32], src[512];
 
-	*ncal = 0;
+	*ncal = *nentries = 0;
 	for (int r = 0; r < nr; r++) {
 		const tm_cal_gpu *G = &C->g[r];
 		tm_gpu_profile *e = entry_of(C, pb, r);
 		const tm_gpu_profile *e0 = e;
-		char src[512];
-		snprintf(src, sizeof src, "thermap calibrate: plan %s, %s (%ld "
-		         "settled in-job samples over %.0f s)", C->plan.id,
-		         C->files.s, G->samples,
-		         isnan(C->T.g[C->tid[r]]->t0) ? 0.0 :
-		         C->T.g[C->tid[r]]->t1 - C->T.g[C->tid[r]]->t0);
-		if (!isnan(G->wait_w)) {
-			char own[160], pool[192];
-			if (isnan(G->wait_own))
-				snprintf(own, sizeof own, "own: none (busy %.3f leaves "
-				         "nothing to measure)", G->busy);
-			else
-				snprintf(own, sizeof own, "own (P - b*P_load)/(1 - b) = "
-				         "%.1f +- %.1f W with P %.2f W, b %.3f, P_load "
-				         "%.2f W", G->wait_own, G->wait_own_sd, G->power_w,
-				         G->busy, e0->power_load_w);
-			if (isnan(W[r].pool))
-				snprintf(pool, sizeof pool, "no other GPU of its model "
-				         "measured waiting");
-			else
-				snprintf(pool, sizeof pool, "the other %d GPU(s) of its "
-				         "model give %.1f +- %.1f W (between-GPU sd %.1f "
-				         "W)", W[r].others, W[r].pool, W[r].pool_sd,
-				         W[r].tau);
-			fmt_or_none(a, sizeof a, e0->power_wait_w, " W");
-			snprintf(line, sizeof line, "%s: %s; %s; inverse-variance "
-			         "combined; before: %s (the model took %.1f W)", src,
-			         own, pool, a, G->wait_before);
-			put(e, TM_PF_POWER_WAIT_W, G->wait_w, 2, line, ncal);
-			fmt_or_none(a, sizeof a, e0->power_wait_sd_w, " W");
-			snprintf(line, sizeof line, "%s: the uncertainty of "
-			         "power_wait_w, from the power's standard error (at "
-			         "least %g W) and the busy fraction's (%.1f %% of b); "
-			         "before: %s", src, POWER_SE_FLOOR_W,
-			         100 * (isfinite(C->m.iteration_ms) ?
-			                fmax(BUSY_REL_FLOOR,
-			                     fabs(C->m.iteration_ms - C->res_iter) /
-			                     C->m.iteration_ms) : BUSY_REL_DEFAULT), a);
-			put(e, TM_PF_POWER_WAIT_SD_W, G->wait_sd, 2, line, ncal);
-		}
+		int was = *ncal;
+		source_of(C, G, C->T.g[C->tid[r]], src, sizeof src);
+		put_bg(C, e, G, C->flat[r], &W[r], src, ncal);
+		put_wait(C, e, G, &W[r], src, ncal);
 		if (!isnan(G->derate)) {
 			/* e0 has the fitted derate by now (the busy fractions
 			 * needed it): the values before are G's */
@@ -1100,16 +2328,32 @@ static char *write_profile(cal *C, const tm_problem *pb, const why *W,
 			e->derate_basis = G->derate_basis;
 		}
 		if (!isnan(G->fit_sd_c)) {
+			char heat[96] = "";
+			if (W[r].heat != 0)
+				snprintf(heat, sizeof heat, " with %+.2f C of its "
+				         "neighbours' heat (coupling)", W[r].heat);
 			fmt_or_none(a, sizeof a, e0->temp_fit_sd_c, " C");
 			snprintf(line, sizeof line, "%s: root mean square of the prior "
 			         "spread (%.2f C) and the fit's residual at the job "
 			         "point over %d GPU(s) of its model; here %+.2f C at "
-			         "%.2f W and %.2f C; ambient_c and r_c_per_w kept; "
+			         "%.2f W and %.2f C%s; ambient_c and r_c_per_w kept; "
 			         "before: %s", src, isfinite(e0->temp_fit_sd_c) ?
 			         e0->temp_fit_sd_c : FIT_SD_DEFAULT_C, W[r].nfit,
-			         W[r].residual, G->power_w, G->temp_c, a);
+			         W[r].residual, G->power_w, G->temp_c, heat, a);
 			put(e, TM_PF_TEMP_FIT_SD_C, G->fit_sd_c, 2, line, ncal);
 		}
+		*nentries += *ncal > was;
+	}
+	for (int i = 0; i < C->nu; i++) {
+		const tm_cal_gpu *U = &C->u[i];
+		int g = C->uflat[i], was = *ncal;
+		if (pb->prof[g] < 0)
+			continue;
+		snprintf(src, sizeof src, "thermap calibrate: plan %s, %s (%ld "
+		         "settled samples in the job's span; the plan leaves it "
+		         "unused)", C->plan.id, C->files.s, U->samples);
+		put_bg(C, &C->p->gpus[pb->prof[g]], U, g, NULL, src, ncal);
+		*nentries += *ncal > was;
 	}
 	return tm_profile_text(C->p);
 }
@@ -1122,6 +2366,85 @@ static void cell(strbuf *b, double v, const char *fmt, int width)
 		sb_addf(b, " %*s", width, "n/a");
 	else   /* no "-0.0" */
 		sb_addf(b, fmt, width, fabs(v) < 0.05 ? 0.0 : v);
+}
+
+/* The lines that name a GPU with work that is not the job's, or with an
+ * earlier background that goes or stays, or a GPU slower for the job
+ * with nothing listed. */
+static void name_gpu(cal *C, const tm_cal_gpu *G, int g, const why *w)
+{
+	strbuf *b = &C->named;
+	char who[512], gone[400];
+	const gproc *p = &C->gp[g];
+
+	if (!p->foreign && !G->slow && G->bg_how == TM_BG_NONE)
+		return;
+	who_text(C, g, who, sizeof who);
+	sb_addf(b, "%s:%d%s: ", G->host, G->index, G->rank < 0 ?
+	        " (unused by the plan)" : "");
+	switch (G->bg_how) {
+	case TM_BG_DIRECT:
+	case TM_BG_INDIRECT:
+	case TM_BG_IN_JOB:
+		sb_addf(b, "%s draws %.1f ± %.1f W besides the job (", who, G->bg_w,
+		        G->bg_sd);
+		if (G->bg_how == TM_BG_DIRECT)
+			sb_addf(b, "measured %s", bg_when(C,
+			        &C->T.g[C->gtid[g]]->k[K_BG]));
+		else if (G->bg_how == TM_BG_INDIRECT)
+			sb_addf(b, "from its floor while the rank waits, above %.1f ± "
+			        "%.1f W", w->cmp, w->cmp_sd);
+		else
+			sb_add(b, "busy while the job ran");
+		sb_add(b, ")");
+		break;
+	case TM_BG_UNKNOWN:
+		sb_addf(b, "%s is listed on it; what it draws besides the job "
+		        "cannot be measured (the rank computes %.0f %% of the time, "
+		        "no busy sample outside the job): taken as %.1f ± %.1f W, "
+		        "between its waiting power and full load", who,
+		        100 * G->busy, G->bg_w, G->bg_sd);
+		break;
+	case TM_BG_REMOVED:
+	case TM_BG_KEPT:
+		bg_gone_text(C, G, w, gone, sizeof gone);
+		sb_addf(b, "background_power_w %.1f W of an earlier calibration "
+		        "%s: %s", G->bg_before, G->bg_how == TM_BG_REMOVED ?
+		        "removed" : "kept", gone);
+		if (p->foreign)
+			sb_addf(b, "; %s is listed on it", who);
+		break;
+	default:
+		if (p->foreign && G->rank >= 0 && floor_ok(G))
+			sb_addf(b, "%s is listed on it, but its floor while the rank "
+			        "waits, %.1f ± %.1f W, is within %.1f ± %.1f W: nothing "
+			        "besides the job measured", who, G->floor_w,
+			        G->floor_sd, w->cmp, w->cmp_sd);
+		else if (p->foreign)
+			sb_addf(b, "%s is listed on it; %s", who, G->rank < 0 ?
+			        "the GPU was idle while the job ran" : "nothing "
+			        "besides the job measured");
+		else
+			sb_addf(b, "runs the job %.0f %% slower than its stage's "
+			        "fastest GPU (derate %.3f ± %.3f); %s", 100 *
+			        (G->derate - 1), G->derate, G->derate_sd, C->nprocs ?
+			        "no other process listed" : "no process list given");
+		sb_add(b, "\n");
+		return;
+	}
+	if (G->slow)
+		sb_addf(b, "; the job runs %.0f %% slower there (derate %.3f ± %.3f)",
+		        100 * (G->derate - 1), G->derate, G->derate_sd);
+	sb_add(b, "\n");
+}
+
+/* Every GPU named, in rank order and then the unused ones. */
+static void name_gpus(cal *C, const why *W)
+{
+	for (int r = 0; r < job_of(C)->world; r++)
+		name_gpu(C, &C->g[r], C->flat[r], &W[r]);
+	for (int i = 0; i < C->nu; i++)
+		name_gpu(C, &C->u[i], C->uflat[i], NULL);
 }
 
 static void table(cal *C, tm_cal_result *res)
@@ -1171,20 +2494,24 @@ static void table(cal *C, tm_cal_result *res)
 	sb_addf(&b, "mean absolute error: before %.2f °C, %.1f W; after %.2f "
 	        "°C, %.1f W\n", res->mae_temp_before, res->mae_power_before,
 	        res->mae_temp_after, res->mae_power_after);
-	sb_addf(&b, "\n%-*s  %-36s  %-28s  %s\n", wn, "GPU",
+	sb_addf(&b, "\n%-*s  %-40s  %-28s  %s\n", wn, "GPU",
 	        "power_wait_w (W)", "derate", "temp_fit_sd_c (°C)");
 	for (int r = 0; r < nr; r++) {
 		const tm_cal_gpu *G = &C->g[r];
-		char w[64], d[64], f[64], was[16];
+		char w[96], d[64], f[64], was[16];
+		static const char *const from[] = { [TM_WAIT_PEERS] = "peers'",
+			[TM_WAIT_PROFILE] = "profile's", [TM_WAIT_DEFAULT] =
+			"default" };
 		snprintf(name, sizeof name, "%s:%d", G->host, G->index);
-		if (isnan(G->wait_w))
+		if (G->wait_how == TM_WAIT_KEPT)
 			snprintf(w, sizeof w, "%.1f kept", G->wait_before);
-		else if (isnan(G->wait_own))
-			snprintf(w, sizeof w, "%.1f -> %.1f ± %.1f (others')",
-			         G->wait_before, G->wait_w, G->wait_sd);
-		else
+		else if (G->wait_how == TM_WAIT_OWN)
 			snprintf(w, sizeof w, "%.1f -> %.1f ± %.1f (own %.1f)",
 			         G->wait_before, G->wait_w, G->wait_sd, G->wait_own);
+		else
+			snprintf(w, sizeof w, "%.1f -> %.1f ± %.1f (%s; no own)",
+			         G->wait_before, G->wait_w, G->wait_sd,
+			         from[G->wait_how]);
 		if (isnan(G->derate_before))
 			snprintf(was, sizeof was, "none");
 		else
@@ -1198,8 +2525,13 @@ static void table(cal *C, tm_cal_result *res)
 			snprintf(f, sizeof f, "kept");
 		else
 			snprintf(f, sizeof f, "%.2f", G->fit_sd_c);
-		sb_addf(&b, "%-*s  %-36s  %-28s  %s\n", wn, name, w, d, f);
+		/* "±" is two bytes for one column */
+		sb_addf(&b, "%-*s  %-*s  %-*s  %s\n", wn, name,
+		        40 + (G->wait_how != TM_WAIT_KEPT), w,
+		        28 + !isnan(G->derate), d, f);
 	}
+	if (C->named.len)
+		sb_add(&b, C->named.s);
 	if (C->notes.len)
 		sb_add(&b, C->notes.s);
 	res->table = b.s;
@@ -1227,14 +2559,193 @@ void tm_cal_result_clear(tm_cal_result *res)
 	free(res->profile);
 	free(res->table);
 	free(res->gpu);
+	free(res->unused);
 	memset(res, 0, sizeof *res);
+}
+
+/* "telemetry A, B, C and 2 more": file names as text for people (the
+ * table prints them, the calibrated profile's lines quote them). */
+static void name_files(strbuf *b, const char *what, const char *const *f,
+                       size_t stride, int n)
+{
+	sb_add(b, what);
+	for (int i = 0; i < n && i < 3; i++) {
+		sb_add(b, i ? ", " : "");
+		sb_add_text(b, *(const char *const *)((const char *)f + stride *
+		                                       (size_t)i));
+	}
+	if (n > 3)
+		sb_addf(b, " and %d more", n - 3);
+}
+
+static int load_inputs(cal *C, const tm_cal_opts *o, tm_error *err)
+{
+	int rc;
+	if ((rc = tm_cluster_load(o->cluster, &C->c, err)) ||
+	    (rc = tm_read_file(o->profile, TM_MAX_INPUT_BYTES, &C->ptext,
+	                       &C->plen, err)) ||
+	    (rc = tm_profile_loadb(o->profile, C->ptext, C->plen, &C->p, err)) ||
+	    (rc = tm_job_load(o->job, &C->j, err)) ||
+	    (rc = tm_job_measured_load(C->j, &C->m, err)) ||
+	    (rc = tm_policy_default(&C->pol, err)) ||
+	    (rc = tm_plan_doc_load(o->plan, &C->plan, err)) ||
+	    (rc = plan_layers(C, err)) ||
+	    (rc = plan_of_job(C, err)))
+		return rc;
+	C->procs = xcalloc((size_t)o->nprocs + 1, sizeof *C->procs);
+	for (int i = 0; i < o->nprocs; i++, C->nprocs++)
+		if ((rc = tm_procs_load(o->procs[i], &C->procs[i], err)))
+			return rc;
+	return 0;
+}
+
+/* The means of an unused GPU's settled samples in the job's span, busy
+ * and idle together. */
+static void unused_gpu(cal *C, const tm_problem *pb, int g, tm_cal_gpu *U)
+{
+	const tacc *a = C->T.g[C->gtid[g]];
+	const acc *j = &a->k[K_JOB], *i = &a->k[K_IDLE];
+	double n = j->f[F_POWER].n + i->f[F_POWER].n;
+	double m = j->f[F_TEMP].n + i->f[F_TEMP].n;
+	memset(U, 0, sizeof *U);
+	U->rank = U->stage = -1;
+	snprintf(U->host, sizeof U->host, "%s", C->c->nodes[pb->gpu_host[g]].host);
+	U->index = tm_gpu_of(pb, g)->index;
+	U->samples = j->n + i->n;
+	U->power_w = n ? (j->f[F_POWER].n * ws_mean(&j->f[F_POWER]) +
+	                  i->f[F_POWER].n * ws_mean(&i->f[F_POWER])) / n : NAN;
+	if (!j->f[F_POWER].n && n)
+		U->power_w = ws_mean(&i->f[F_POWER]);
+	else if (!i->f[F_POWER].n && n)
+		U->power_w = ws_mean(&j->f[F_POWER]);
+	U->temp_c = !m ? NAN : !j->f[F_TEMP].n ? ws_mean(&i->f[F_TEMP]) :
+	            !i->f[F_TEMP].n ? ws_mean(&j->f[F_TEMP]) :
+	            (j->f[F_TEMP].n * ws_mean(&j->f[F_TEMP]) +
+	             i->f[F_TEMP].n * ws_mean(&i->f[F_TEMP])) / m;
+	U->busy = U->samples ? (double)j->n / U->samples : NAN;
+	U->power_se = U->temp_se = U->clock_mhz = U->clock_se = NAN;
+	U->pcap_frac = U->thermal_frac = NAN;
+	U->temp_before = U->power_before = U->temp_after = U->power_after = NAN;
+	U->floor_w = U->floor_sd = U->wait_own = U->wait_own_sd = NAN;
+	U->wait_w = U->wait_sd = U->wait_before = NAN;
+	U->derate = U->derate_sd = U->derate_before = U->derate_sd_before = NAN;
+	U->fit_sd_c = NAN;
+	U->basis_before = TM_BASIS_UNSET;
+	U->nforeign = C->gp[g].foreign;
+}
+
+/* What was measured of every GPU of the plan, and what the profile's
+ * model said (pw, tc); the unused GPUs of its hosts that the telemetry
+ * has; each GPU's measured power (C->gpw). */
+static void measure(cal *C, const tm_problem *pb, const double *pw,
+                    const double *tc)
+{
+	int nr = job_of(C)->world;
+	C->gpw = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	for (int g = 0; g < pb->ngpu; g++)
+		C->gpw[g] = NAN;
+	for (int r = 0; r < nr; r++) {
+		tm_cal_gpu *G = &C->g[r];
+		const acc *a = &C->T.g[C->tid[r]]->k[K_JOB];
+		const tm_gpu_profile *e = entry_of(C, pb, r);
+		int g = C->flat[r];
+		G->rank = r;
+		G->stage = pb->rank_stage[r];
+		snprintf(G->host, sizeof G->host, "%s",
+		         C->c->nodes[pb->gpu_host[g]].host);
+		G->index = tm_gpu_of(pb, g)->index;
+		G->samples = a->n;
+		G->temp_c = ws_mean(&a->f[F_TEMP]);
+		G->temp_se = acc_se(a, F_TEMP);
+		G->power_w = C->gpw[g] = ws_mean(&a->f[F_POWER]);
+		G->power_se = acc_se(a, F_POWER);
+		G->clock_mhz = ws_mean(&a->f[F_CLOCK]);
+		G->clock_se = acc_se(a, F_CLOCK);
+		G->pcap_frac = ws_mean(&a->pcap);
+		G->thermal_frac = ws_mean(&a->thermal);
+		G->temp_before = tc[r];
+		G->power_before = pw[r];
+		G->wait_before = pb->p_wait[g];
+		G->derate_before = e->derate;
+		G->derate_sd_before = e->derate_sd;
+		G->basis_before = e->derate_basis;
+		G->nforeign = C->gp[g].foreign;
+	}
+	C->uflat = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	C->u = xcalloc((size_t)pb->ngpu, sizeof *C->u);
+	for (int g = 0; g < pb->ngpu; g++)
+		if (C->owner[g] < 0 && C->gtid[g] >= 0) {
+			unused_gpu(C, pb, g, &C->u[C->nu]);
+			C->gpw[g] = C->u[C->nu].power_w;
+			C->uflat[C->nu++] = g;
+		}
+}
+
+static void cal_free(cal *C)
+{
+	tm_profile_free(C->p);
+	tm_cluster_free(C->c);
+	tm_job_free(C->jr);
+	tm_job_free(C->j);
+	tm_job_measured_clear(&C->m);
+	tm_policy_free(C->pol);
+	tm_plan_doc_clear(&C->plan);
+	for (int i = 0; i < C->nprocs; i++)
+		tm_procs_clear(&C->procs[i]);
+	free(C->procs);
+	if (C->sink)
+		tl_sink_free(C->sink);
+	tele_free(&C->T);
+	sb_free(&C->notes);
+	sb_free(&C->named);
+	sb_free(&C->files);
+	sb_free(&C->pfiles);
+	free(C->ptext);
+	free(C->flat);
+	free(C->tid);
+	free(C->gtid);
+	free(C->owner);
+	free(C->plan_host);
+	free(C->gp);
+	free(C->gpw);
+	free(C->g);
+	free(C->u);
+	free(C->uflat);
+	free(C->why_derate);
+}
+
+/* The calibrated profile as any command will read it, and the model's
+ * prediction of the plan with it. */
+static int after(cal *C, tm_cal_result *res, double *pw, double *tc,
+                 tm_error *err)
+{
+	tm_profile *p2 = NULL;
+	tm_problem *pb2 = NULL;
+	int rc;
+	if ((rc = tm_profile_loadb(C->o->profile, res->profile,
+	                           strlen(res->profile), &p2, err)) ||
+	    (rc = open_problem(C, p2, &pb2, err))) {
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		err->code = 0;
+		rc = tm_fail(err, TM_EINTERNAL, "the calibrated profile does not "
+		             "load: %s", msg);
+	} else {
+		res->iter_after_ms = predict(pb2, C->flat, NULL, pw, tc);
+		for (int r = 0; r < res->ngpu; r++) {
+			C->g[r].temp_after = tc[r];
+			C->g[r].power_after = pw[r];
+		}
+	}
+	tm_problem_free(pb2);
+	tm_profile_free(p2);
+	return rc;
 }
 
 int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 {
 	cal C;
-	tm_problem *pb0 = NULL, *pb1 = NULL, *pb2 = NULL;
-	tm_profile *p2 = NULL;
+	tm_problem *pb0 = NULL, *pb1 = NULL;
 	why *W = NULL;
 	double *busy = NULL, *pw = NULL, *tc = NULL;
 	int rc, nr = 0;
@@ -1243,26 +2754,14 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	memset(res, 0, sizeof *res);
 	C.o = o;
 	sb_init(&C.notes);
+	sb_init(&C.named);
 	sb_init(&C.files);
-	sb_add(&C.files, "telemetry ");
-	/* file names as text for people: the table prints them, the
-	 * calibrated profile's lines quote them */
-	for (int i = 0; i < o->ntele && i < 3; i++) {
-		sb_add(&C.files, i ? ", " : "");
-		sb_add_text(&C.files, o->tele[i].file);
-	}
-	if (o->ntele > 3)
-		sb_addf(&C.files, " and %d more", o->ntele - 3);
-	if ((rc = tm_cluster_load(o->cluster, &C.c, err)) ||
-	    (rc = tm_read_file(o->profile, TM_MAX_INPUT_BYTES, &C.ptext,
-	                       &C.plen, err)) ||
-	    (rc = tm_profile_loadb(o->profile, C.ptext, C.plen, &C.p, err)) ||
-	    (rc = tm_job_load(o->job, &C.j, err)) ||
-	    (rc = tm_job_measured_load(C.j, &C.m, err)) ||
-	    (rc = tm_policy_default(&C.pol, err)) ||
-	    (rc = tm_plan_doc_load(o->plan, &C.plan, err)) ||
-	    (rc = plan_layers(&C, err)) ||
-	    (rc = plan_of_job(&C, err)) ||
+	sb_init(&C.pfiles);
+	name_files(&C.files, "telemetry ", &o->tele[0].file, sizeof *o->tele,
+	           o->ntele);
+	if (o->nprocs)
+		name_files(&C.pfiles, "", o->procs, sizeof *o->procs, o->nprocs);
+	if ((rc = load_inputs(&C, o, err)) ||
 	    (rc = open_problem(&C, C.p, &pb0, err)))
 		goto out;
 	nr = job_of(&C)->world;
@@ -1274,39 +2773,17 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	busy = xmalloc(sizeof(double) * (size_t)nr);
 	pw = xmalloc(sizeof(double) * (size_t)nr);
 	tc = xmalloc(sizeof(double) * (size_t)nr);
+	C.T.start = C.m.start_unix_s;
+	C.T.end = C.m.end_unix_s;
 	if ((rc = plan_flat(&C, pb0, err)) ||
 	    (rc = read_tele(o, &C.T, &C.sink, err)) ||
-	    (rc = match_tele(&C, pb0, err)))
+	    (rc = match_tele(&C, pb0, err)) ||
+	    (rc = match_procs(&C, pb0, err)))
 		goto out;
 
 	/* what was measured, and what the profile's model said */
 	res->iter_before_ms = predict(pb0, C.flat, NULL, pw, tc);
-	for (int r = 0; r < nr; r++) {
-		tm_cal_gpu *G = &C.g[r];
-		const tacc *a = C.T.g[C.tid[r]];
-		const tm_gpu_profile *e = entry_of(&C, pb0, r);
-		int g = C.flat[r];
-		G->rank = r;
-		G->stage = pb0->rank_stage[r];
-		snprintf(G->host, sizeof G->host, "%s",
-		         C.c->nodes[pb0->gpu_host[g]].host);
-		G->index = C.c->nodes[pb0->gpu_host[g]].gpus[pb0->gpu_pos[g]].index;
-		G->samples = a->n;
-		G->temp_c = ws_mean(&a->f[F_TEMP]);
-		G->temp_se = tacc_se(a, F_TEMP);
-		G->power_w = ws_mean(&a->f[F_POWER]);
-		G->power_se = tacc_se(a, F_POWER);
-		G->clock_mhz = ws_mean(&a->f[F_CLOCK]);
-		G->clock_se = tacc_se(a, F_CLOCK);
-		G->pcap_frac = ws_mean(&a->pcap);
-		G->thermal_frac = ws_mean(&a->thermal);
-		G->temp_before = tc[r];
-		G->power_before = pw[r];
-		G->wait_before = pb0->p_wait[g];
-		G->derate_before = e->derate;
-		G->derate_sd_before = e->derate_sd;
-		G->basis_before = e->derate_basis;
-	}
+	measure(&C, pb0, pw, tc);
 
 	/* speed first: the busy fractions of the waiting power depend on it */
 	fit_derates(&C, pb0);
@@ -1320,29 +2797,19 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	if ((rc = open_problem(&C, C.p, &pb1, err)))
 		goto out;
 	C.res_iter = predict(pb1, C.flat, busy, NULL, NULL);
-	fit_waits(&C, pb1, busy, C.res_iter, W);
+	own_floors(&C, pb1, busy);
+	fit_background(&C, pb1, W);
+	fit_background_unused(&C, pb1);
+	fit_waits(&C, pb1, W);
 	fit_spread(&C, pb0, W);
+	name_gpus(&C, W);
 	if ((rc = in_range(&C, W, err)))
 		goto out;
-	res->profile = write_profile(&C, pb0, W, &res->ncalibrated);
-
-	/* the calibrated profile as any command will read it */
-	if ((rc = tm_profile_loadb(o->profile, res->profile,
-	                           strlen(res->profile), &p2, err)) ||
-	    (rc = open_problem(&C, p2, &pb2, err))) {
-		char msg[sizeof err->msg];
-		snprintf(msg, sizeof msg, "%s", err->msg);
-		err->code = 0;
-		rc = tm_fail(err, TM_EINTERNAL, "the calibrated profile does not "
-		             "load: %s", msg);
-		goto out;
-	}
-	res->iter_after_ms = predict(pb2, C.flat, NULL, pw, tc);
-	for (int r = 0; r < nr; r++) {
-		C.g[r].temp_after = tc[r];
-		C.g[r].power_after = pw[r];
-	}
+	res->profile = write_profile(&C, pb0, W, &res->ncalibrated,
+	                             &res->nentries);
 	res->ngpu = nr;
+	if ((rc = after(&C, res, pw, tc, err)))
+		goto out;
 	snprintf(res->plan_id, sizeof res->plan_id, "%s", C.plan.id);
 	res->iter_measured_ms = C.m.iteration_ms;
 	res->mae_temp_before = mae(C.g, nr, offsetof(tm_cal_gpu, temp_before),
@@ -1356,32 +2823,18 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	table(&C, res);
 	res->gpu = C.g;
 	C.g = NULL;
+	res->unused = C.u;
+	res->nunused = C.nu;
+	C.u = NULL;
 out:
 	if (rc) {
 		free(res->profile);
 		res->profile = NULL;
+		res->ngpu = 0;
 	}
 	tm_problem_free(pb0);
 	tm_problem_free(pb1);
-	tm_problem_free(pb2);
-	tm_profile_free(p2);
-	tm_profile_free(C.p);
-	tm_cluster_free(C.c);
-	tm_job_free(C.jr);
-	tm_job_free(C.j);
-	tm_job_measured_clear(&C.m);
-	tm_policy_free(C.pol);
-	tm_plan_doc_clear(&C.plan);
-	if (C.sink)
-		tl_sink_free(C.sink);
-	tele_free(&C.T);
-	sb_free(&C.notes);
-	sb_free(&C.files);
-	free(C.ptext);
-	free(C.flat);
-	free(C.tid);
-	free(C.g);
-	free(C.why_derate);
+	cal_free(&C);
 	free(W);
 	free(busy);
 	free(pw);

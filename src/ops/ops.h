@@ -137,6 +137,33 @@ int tm_svg_write(const char *path, const tm_svg_panel *p, int npanels,
 
 /* ---- calibrate.c ---------------------------------------------------------- */
 
+/* One row of nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,
+ * used_gpu_memory --format=csv: a process holding a GPU. */
+typedef struct tm_proc {
+	char *uuid;             /* gpu_uuid; NULL: [N/A] */
+	long pid;               /* its process id; -1: [N/A] */
+	char *name;             /* process_name; NULL: [N/A] or no column */
+	double mem_mib;         /* used_gpu_memory, MiB; NAN: not given */
+	int line;               /* its line in the file */
+} tm_proc;
+
+typedef struct tm_procs {
+	char *file;             /* for messages */
+	tm_proc *p;             /* the rows, in file order */
+	int n;
+} tm_procs;
+
+/* Reads a process list (docs/calibrate.md, "Background power"): the
+ * header optional (then the four columns above, in that order), its
+ * columns in any order, units or not, [N/A] and [Not Supported] for
+ * unknown values; no rows is fine. TM_EINPUT with "FILE:LINE: ..." for
+ * anything else. Release with tm_procs_clear. The _b form reads len
+ * bytes of text standing for file name. */
+int tm_procs_load(const char *file, tm_procs *P, tm_error *err);
+int tm_procs_loadb(const char *name, const char *text, size_t len,
+                   tm_procs *P, tm_error *err);
+void tm_procs_clear(tm_procs *P);
+
 typedef struct tm_cal_opts {
 	const char *cluster;        /* thermap.cluster/1 file */
 	const char *profile;        /* thermap.profile/1 file, the prior */
@@ -145,12 +172,49 @@ typedef struct tm_cal_opts {
 	const tm_tele_input *tele;  /* telemetry recorded while it ran */
 	int ntele;
 	tm_tele_opts window;        /* --from / --to */
+	const char *const *procs;   /* --processes files (tm_procs_load),
+	                               taken while it ran; may be NULL */
+	int nprocs;
 } tm_cal_opts;
 
-/* One GPU of the plan: what was measured, what the model said before and
+/* Why a GPU's own estimate of its waiting power is not used. */
+enum tm_cal_own {
+	TM_OWN_USED,            /* it is */
+	TM_OWN_BUSY,            /* it waits under 20 % of the iteration */
+	TM_OWN_BELOW_IDLE,      /* below power_idle_w by over 2 sd */
+	TM_OWN_ABOVE_LOAD,      /* above power_load_w by over 2 sd */
+	TM_OWN_BACKGROUND,      /* its GPU draws background power */
+	TM_OWN_NO_LOAD,         /* the profile has no power_load_w */
+};
+
+/* Where the power_wait_w written comes from. */
+enum tm_cal_wait {
+	TM_WAIT_KEPT,           /* nothing written */
+	TM_WAIT_OWN,            /* its own estimate, with its peers' */
+	TM_WAIT_PEERS,          /* its peers' (no own estimate) */
+	TM_WAIT_PROFILE,        /* the profile's value (no own, no peers) */
+	TM_WAIT_DEFAULT,        /* the model's default share (no own, no
+	                           peers, none in the profile) */
+};
+
+/* What calibrate found of power that is not the job's. */
+enum tm_cal_bg {
+	TM_BG_NONE,             /* none, none before */
+	TM_BG_DIRECT,           /* busy samples outside the job */
+	TM_BG_INDIRECT,         /* its floor above its peers' waiting */
+	TM_BG_UNKNOWN,          /* a foreign process, nothing to measure
+	                           it by: between waiting and full load */
+	TM_BG_IN_JOB,           /* a GPU the plan leaves unused, busy
+	                           while the job ran */
+	TM_BG_REMOVED,          /* an earlier value; no foreign work now */
+	TM_BG_KEPT,             /* an earlier value; nothing tested it */
+};
+
+/* One GPU of the plan (or, rank -1, a GPU of a plan host that the plan
+ * leaves unused): what was measured, what the model said before and
  * says after calibration, and what was fitted. */
 typedef struct tm_cal_gpu {
-	int rank;               /* the rank it ran */
+	int rank;               /* the rank it ran; -1: unused */
 	int stage;              /* that rank's pipeline rank */
 	char host[256];         /* its host (names have at most 253 bytes) */
 	int index;              /* nvidia-smi index */
@@ -164,10 +228,15 @@ typedef struct tm_cal_gpu {
 	                           derates) at its iteration time */
 	double temp_before, power_before;  /* the input profile's model */
 	double temp_after, power_after;    /* the calibrated profile's */
-	double wait_own, wait_own_sd;      /* this GPU's own P_wait, W; NAN
-	                                      when it says nothing (b ≈ 1) */
+	double floor_w, floor_sd;          /* (P − b·P_load)/(1 − b) and its
+	                                      uncertainty, W; NAN when
+	                                      1 − b < 0.2 */
+	int own_why;                       /* enum tm_cal_own */
+	double wait_own, wait_own_sd;      /* the own estimate used, W; NAN
+	                                      unless own_why is USED */
 	double wait_w, wait_sd;            /* the written P_wait, W; NAN: not
 	                                      calibrated */
+	int wait_how;                      /* enum tm_cal_wait */
 	double wait_before;                /* the model's P_wait before, W */
 	double derate, derate_sd;          /* written; NAN: kept */
 	int derate_basis;                  /* enum tm_derate_basis written */
@@ -175,7 +244,17 @@ typedef struct tm_cal_gpu {
 	double derate_sd_before;           /* the input profile's, NAN = none */
 	int basis_before;                  /* the input profile's, or
 	                                      TM_BASIS_UNSET */
+	bool slow;                         /* a job-basis derate above 1 by
+	                                      more than 2 derate_sd */
 	double fit_sd_c;                   /* temp_fit_sd_c written, NAN: not */
+	int nforeign;                      /* processes listed on it that are
+	                                      not the job's */
+	double bg_s;                       /* seconds of busy samples outside
+	                                      the job, 2 s into their run */
+	int bg_how;                        /* enum tm_cal_bg */
+	double bg_w, bg_sd;                /* background_power_w written, W;
+	                                      NAN: none (removed, kept) */
+	double bg_before;                  /* the input profile's, NAN = none */
 } tm_cal_gpu;
 
 typedef struct tm_cal_result {
@@ -184,6 +263,10 @@ typedef struct tm_cal_result {
 	char plan_id[17];       /* the plan that ran */
 	int ngpu;               /* GPUs of the plan = ranks */
 	tm_cal_gpu *gpu;        /* in rank order */
+	int nunused;            /* GPUs of the plan's hosts it leaves unused
+	                           that the telemetry has */
+	tm_cal_gpu *unused;     /* those, in cluster order */
+	int nentries;           /* profile entries changed */
 	double iter_before_ms, iter_after_ms; /* the model's iteration time */
 	double iter_measured_ms;/* the job's measured.iteration_ms, NAN */
 	double mae_temp_before, mae_temp_after;   /* °C over the GPUs */

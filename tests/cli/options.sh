@@ -176,7 +176,7 @@ same() { cmp -s "$W/$1.rc" "$W/$2.rc" && cmp -s "$W/$1.out" "$W/$2.out" && cmp -
 said() { [ "$(cat "$W/$1.rc")" = "$2" ] && [ "$(cat "$W/$1.err")" = "$3" ]; }
 
 # the options that apply to the files after them (docs/thermap.1, OPTIONS)
-repeatable=" profile--host profile--fields calibrate--host calibrate--fields "
+repeatable=" profile--host profile--fields calibrate--host calibrate--fields calibrate--processes "
 repeatable="$repeatable topo--host topo--smi-topo topo--gpus topo--hwloc "
 repeatable="$repeatable topo--nccl compare--replay "
 
