@@ -216,6 +216,15 @@ vm:2, 4242, burn, 1 MiB|gpu_uuid "vm:2": expected a GPU UUID (GPU-..., MIG-...) 
 GPU-c0000002-0000-4000-8000-000000000002, 4242, burn, 2 GB|used_gpu_memory "2 GB": expected MiB, 0 to 10^9, or [N/A]
 gpu_uuid, pid|a header unlike line 1's; expected one list of the same columns
 EOF
+# the job's pids and span are validated as it is read
+sed 's/"iterations": 304}/"iterations": 304, "pid": 0}/' $D/job-identity.json >"$W/job-pid0.json"
+expect 4 job-pid0 "$T" calibrate $CL --profile $R/profile.json --job "$W/job-pid0.json" \
+	--plan "$W/plan-identity" --host vm $R/telemetry-identity.csv -o "$W/x.json"
+one_line job-pid0 "thermap: error: $W/job-pid0.json: measured.ranks[0].pid: 0 is out of range; expected an integer from 1 to 2147483647"
+sed 's/"measured": {/"measured": {"start_unix_s": 2e9, "end_unix_s": 1e9, /' $D/job-identity.json >"$W/job-span.json"
+expect 4 job-span "$T" calibrate $CL --profile $R/profile.json --job "$W/job-span.json" \
+	--plan "$W/plan-identity" --host vm $R/telemetry-identity.csv -o "$W/x.json"
+one_line job-span "thermap: error: $W/job-span.json: measured.end_unix_s: 1000000000 is before start_unix_s 2000000000; expected the time the last rank finished, after the first was ready"
 printf 'gpu_uuid, process_name\n' >"$W/procs-nopid.csv"
 expect 4 procs-nopid "$T" calibrate $P --processes "$W/procs-nopid.csv" -o "$W/x.json"
 one_line procs-nopid "thermap: error: $W/procs-nopid.csv:1: the header names no pid column; expected the output of nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory --format=csv"
