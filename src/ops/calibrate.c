@@ -632,7 +632,8 @@ static int read_row(const char *file, int ln, char *line, const pcols *C,
 	if (extra > 0)
 		for (int i = C->at[C_NAME] + 1; i < n - extra; i++)
 			f[i] = f[i + extra];
-	P->p = xrealloc(P->p, sizeof *P->p * (size_t)(P->n + 1));
+	if ((P->n & (P->n - 1)) == 0)   /* at 0, 1, 2, 4, ...: double */
+		P->p = xrealloc(P->p, sizeof *P->p * (size_t)(P->n ? 2 * P->n : 1));
 	x = &P->p[P->n];
 	memset(x, 0, sizeof *x);
 	x->line = ln;
@@ -1281,7 +1282,8 @@ static int match_procs(cal *C, const tm_problem *pb, tm_error *err)
 	ukey *u = xmalloc(sizeof *u * (size_t)pb->ngpu);
 	pkey *pk = NULL;
 	prow *rows = NULL;
-	int nu = 0, nrows = 0, nr = job_of(C)->world, order = 0, rc = 0;
+	int nu = 0, nrows = 0, cap = 0, nr = job_of(C)->world, order = 0;
+	int rc = 0;
 
 	C->gp = xcalloc((size_t)pb->ngpu, sizeof *C->gp);
 	if (!C->nprocs)
@@ -1307,7 +1309,10 @@ static int match_procs(cal *C, const tm_problem *pb, tm_error *err)
 				away++;
 				continue;
 			}
-			rows = xrealloc(rows, sizeof *rows * (size_t)(nrows + 1));
+			if (nrows == cap) {
+				cap = cap ? 2 * cap : 64;
+				rows = xrealloc(rows, sizeof *rows * (size_t)cap);
+			}
 			rows[nrows++] = (prow){ hit->flat, x->pid, x->name, order++ };
 		}
 		if (away || nogpu) {
@@ -1320,7 +1325,8 @@ static int match_procs(cal *C, const tm_problem *pb, tm_error *err)
 			        "have");
 		}
 	}
-	qsort(rows, (size_t)nrows, sizeof *rows, cmp_prow);
+	if (nrows)   /* qsort takes no NULL, even for no rows */
+		qsort(rows, (size_t)nrows, sizeof *rows, cmp_prow);
 	/* a process listed twice (in two lists) is one */
 	{
 		int k = 0;
