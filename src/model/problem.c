@@ -953,6 +953,46 @@ static bool names_crit(const tm_policy *pol, int crit)
 	return false;
 }
 
+/* max_slowdown_pct: no placement slower than the reference's time by
+ * more than that (none while a reference GPU is gone). */
+static void slowdown_cap(tm_problem *pb)
+{
+	tm_eval ev;
+	pb->time_cap_ms = INFINITY;
+	if (!isfinite(pb->pol->max_slowdown_pct))
+		return;
+	for (int r = 0; r < pb->nranks; r++)
+		if (pb->ref_gpu[r] < 0)
+			return;
+	pb->time_cap_ms = tm_eval_flat(pb, pb->ref_gpu, 0, &ev) *
+	                  (1 + pb->pol->max_slowdown_pct / 100);
+}
+
+/* The policy's criteria, wear after the peak and moves last where it
+ * does not name them (docs/model.md, section 7). */
+static void criteria(tm_problem *pb, const tm_policy *pol)
+{
+	pb->ncrit = 0;
+	for (int k = 0; k < pol->ncrit; k++) {
+		pb->crit[pb->ncrit++] = pol->crit[k];
+		/* the peak alone ties whenever one GPU sets it whatever it
+		 * runs: wear looks past it, unless the policy places it */
+		if (pol->crit[k] == TM_CRIT_PEAK && !names_crit(pol, TM_CRIT_WEAR))
+			pb->crit[pb->ncrit++] = TM_CRIT_WEAR;
+	}
+	if (!names_crit(pol, TM_CRIT_MOVES))
+		pb->crit[pb->ncrit++] = TM_CRIT_MOVES;
+}
+
+tm_problem *tm_problem_view(const tm_problem *pb, const tm_policy *pol)
+{
+	tm_problem *v = xmalloc(sizeof *v);
+	*v = *pb;
+	v->pol = pol;
+	criteria(v, pol);
+	return v;
+}
+
 int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                    const tm_policy *pol, bool allow_unprofiled,
                    tm_problem **out, tm_error *err)
@@ -1047,16 +1087,8 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	}
 	pb->ref_gpu = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	tm_identity(pb, pb->ref_gpu);
-	pb->ncrit = 0;
-	for (k = 0; k < pol->ncrit; k++) {
-		pb->crit[pb->ncrit++] = pol->crit[k];
-		/* the peak alone ties whenever one GPU sets it whatever it
-		 * runs: wear looks past it, unless the policy places it */
-		if (pol->crit[k] == TM_CRIT_PEAK && !names_crit(pol, TM_CRIT_WEAR))
-			pb->crit[pb->ncrit++] = TM_CRIT_WEAR;
-	}
-	if (!names_crit(pol, TM_CRIT_MOVES))
-		pb->crit[pb->ncrit++] = TM_CRIT_MOVES;
+	criteria(pb, pol);
+	slowdown_cap(pb);
 	*out = pb;
 	return 0;
 fail:
@@ -1074,6 +1106,7 @@ void tm_problem_set_reference(tm_problem *pb, const int *ref,
 	for (int r = 0; r < pb->nranks; r++)
 		pb->ref_lost += ref[r] < 0;
 	pb->move_cost_ms = move_cost_ms;
+	slowdown_cap(pb);
 	free(pb->hint);
 	pb->hint = NULL;
 	if (hint) {
