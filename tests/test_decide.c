@@ -451,6 +451,35 @@ static int oracle(const tm_problem *pb, const every *E, int *pick)
 		}
 		b = lex_best(pb, E, ok, crit, nc, t_ref);
 		tm_gain_of(pb, pb->ref_gpu, &E->flat[(size_t)b * W], &g);
+		if (b != ref && oracle_won(steps[s], &g) && steps[s] == TM_CRIT_TIME) {
+			/* time decided: the placements within the floor of b's
+			 * time tie with it, the coolest of them decides */
+			tm_eval eb;
+			double tb = tm_eval_flat(pb, &E->flat[(size_t)b * W], 0, &eb);
+			int a, ct[4], nt = 0;
+			tm_gain ga;
+			for (int k = 0; k < pb->ncrit; k++)
+				if (pb->crit[k] != TM_CRIT_TIME)
+					ct[nt++] = pb->crit[k];
+			t_ref = INFINITY;
+			for (int i = 0; i < E->n; i++) {
+				tm_eval ev;
+				double t = tm_eval_flat(pb, &E->flat[(size_t)i * W], 0, &ev);
+				ok[i] = t <= tb * 1.005 * (1 + 1e-12);
+				if (ok[i])
+					t_ref = fmin(t_ref, t);
+			}
+			a = lex_best(pb, E, ok, ct, nt, t_ref);
+			tm_gain_of(pb, pb->ref_gpu, &E->flat[(size_t)a * W], &ga);
+			if (a != b && a != ref &&
+			    (oracle_won(TM_CRIT_TIME, &ga) ||
+			     oracle_won(TM_CRIT_PEAK, &ga)) &&
+			    (!tm_gain_lost(&ga) || tm_gain_lost(&g)) &&
+			    ga.peak_c >= g.peak_c) {
+				b = a;
+				g = ga;
+			}
+		}
 		if (b != ref && oracle_won(steps[s], &g) && !tm_gain_lost(&g)) {
 			decided = steps[s];
 			*pick = b;

@@ -102,8 +102,8 @@ static bool won_on(int crit, const tm_gain *g, const tm_min_gain *mg)
 /* The policy's best with the time held within tcap ms and the peak at
  * the reference time at pcap °C (INFINITY: not held), ranked by the
  * criteria not held. */
-static int best_held(const tm_problem *pb, double tcap, double pcap,
-                     int *flat)
+int tm_solve_held(const tm_problem *pb, double tcap, double pcap,
+                  const int *hint, int *flat)
 {
 	tm_error e2 = { 0, "" };
 	tm_policy pol = *pb->pol;
@@ -126,10 +126,18 @@ static int best_held(const tm_problem *pb, double tcap, double pcap,
 		                 fmin(pol.max_temp_c, pcap) : pcap;
 	v = tm_problem_view(pb, &pol);
 	v->time_cap_ms = fmin(pb->time_cap_ms, tcap);
+	/* a placement the caps allow, for a warm start: without one, large
+	 * problems would go to the direct program whatever its size */
+	if (hint) {
+		v->hint = xmalloc(sizeof(int) * (size_t)pb->nranks);
+		memcpy(v->hint, hint, sizeof(int) * (size_t)pb->nranks);
+	}
 	rc = tm_solve(v, &s2, &e2);
 	if (rc == 0)
 		tm_placement_to_flat(v, s2.pl, flat);
 	tm_solution_clear(&s2);
+	if (hint)
+		free(v->hint);
 	free(v);
 	return rc;
 }
@@ -144,17 +152,42 @@ static double ref_peak(const tm_problem *pb, const tm_solution *sol,
 	return e.peak_ref_c;
 }
 
+static bool same_flat(const tm_problem *pb, const int *a, const int *b)
+{
+	return !memcmp(a, b, sizeof(int) * (size_t)pb->nranks);
+}
+
+/* Time decided for cand: the placements within the run-to-run floor of
+ * its time tie with it on time, and the temperatures decide among them.
+ * The coolest of them replaces cand (and *g) when it still wins over the
+ * reference and loses no more than cand does. */
+static void cooler_tied(const tm_problem *pb, const int *ref, double tcap,
+                        const tm_min_gain *mg, int *cand, tm_gain *g)
+{
+	int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
+	tm_eval e;
+	double t = tm_eval_flat(pb, cand, 0, &e) * (1 + TIME_HOLD_PCT / 100);
+	if (tm_solve_held(pb, fmin(t, tcap), INFINITY, cand, alt) == 0 &&
+	    !same_flat(pb, alt, cand) && !same_flat(pb, alt, ref)) {
+		tm_gain ga;
+		tm_gain_of(pb, ref, alt, &ga);
+		if ((won_on(TM_CRIT_TIME, &ga, mg) ||
+		     won_on(TM_CRIT_PEAK, &ga, mg)) &&
+		    (!tm_gain_lost(&ga) || tm_gain_lost(g)) &&
+		    ga.peak_c >= g->peak_c) {
+			memcpy(cand, alt, sizeof(int) * (size_t)pb->nranks);
+			*g = ga;
+		}
+	}
+	free(alt);
+}
+
 static void set_placement(const tm_problem *pb, tm_solution *sol,
                           const int *flat)
 {
 	tm_flat_to_placement(pb, flat, sol->pl);
 	tm_eval_flat(pb, flat, sol->t_ref_ms, &sol->ev);
 	sol->ev.feasible = true;
-}
-
-static bool same_flat(const tm_problem *pb, const int *a, const int *b)
-{
-	return !memcmp(a, b, sizeof(int) * (size_t)pb->nranks);
 }
 
 static const char *ordinal(int k, char *buf, size_t n)
@@ -298,11 +331,13 @@ void tm_decide(const tm_problem *pb, tm_solution *sol)
 		tm_tie *t;
 		/* the solver's best is the first criterion's; a later one's
 		 * comes from the placements that tie on the earlier ones */
-		if (k > 0 && best_held(pb, tcap, pcap, cand))
+		if (k > 0 && tm_solve_held(pb, tcap, pcap, ref, cand))
 			break;
 		tm_gain_of(pb, ref, cand, &g);
 		if (!same_flat(pb, cand, ref) && won_on(c, &g, mg)) {
 			R->decided_by = c;
+			if (c == TM_CRIT_TIME && k + 1 < norder)
+				cooler_tied(pb, ref, tcap, mg, cand, &g);
 			if (!tm_gain_lost(&g)) {
 				moved = true;
 			} else if (tm_gain_worth(&g, pol->exchange_c_per_pct)) {
@@ -313,8 +348,8 @@ void tm_decide(const tm_problem *pb, tm_solution *sol)
 				R->best_gain = g;
 				tm_eval_flat(pb, cand, sol->t_ref_ms, &R->best);
 				R->resolved = true;
-				if (best_held(pb, tcap, fmin(pcap, ref_peak(pb, sol, ref)),
-				              cand) == 0) {
+				if (tm_solve_held(pb, tcap, fmin(pcap, ref_peak(pb, sol, ref)),
+				                  ref, cand) == 0) {
 					tm_gain g2;
 					tm_gain_of(pb, ref, cand, &g2);
 					if (!same_flat(pb, cand, ref) && !tm_gain_lost(&g2) &&
