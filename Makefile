@@ -22,6 +22,7 @@ LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
 CLI_SRC  = $(sort $(wildcard src/cli/*.c))
 CLI_OBJ  = $(CLI_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_base test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
+           test_coupling \
            test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
            test_calibrate test_output
 TEST_BIN = $(TESTS:%=$(B)/%)
