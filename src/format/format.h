@@ -71,6 +71,9 @@ double *tm_gpu_profile_num(tm_gpu_profile *g, int field);
 void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
                          const char *how);
 void tm_gpu_profile_took(tm_gpu_profile *g, const char *name);
+/* "coupling" (docs/formats.md): at most this many sources and points. */
+#define TM_COUPLING_MAX_FROM 1024
+#define TM_COUPLING_MAX_POINTS 256
 /* A coupling's deep copy (NULL for NULL), and its release. */
 tm_coupling *tm_coupling_dup(const tm_coupling *c);
 void tm_coupling_free(tm_coupling *c);
