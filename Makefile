@@ -33,7 +33,7 @@ TEST_BIN = $(TESTS:%=$(B)/%)
 # seed corpora with a plain driver (any compiler; `make check` runs it
 # under the sanitizers)
 FUZZ     = cluster profile job policy plan layout tele_csv tele_dmon \
-           tele_capture tele_prom tele_qrange tele_labels topo_smi topo_gpus \
+           tele_capture tele_prom tele_qrange tele_labels tele_phases topo_smi topo_gpus \
            topo_hwloc topo_nccl
 FUZZ_SECONDS ?= 10
 FUZZ_CC  ?= clang

@@ -390,8 +390,9 @@ static void warn_report(const tl_couple_report *rep)
 	static const char *const what[TL_NNC] = {
 		[TL_NC_FEW] = "too few phases count",
 		[TL_NC_MISSING] = "a number or a name the fit needs is missing",
-		[TL_NC_SINGULAR] = "the phases never move a neighbour's power "
-		                   "apart from the others'",
+		/* (one string in parentheses: clang's -Wstring-concatenation) */
+		[TL_NC_SINGULAR] = ("the phases never move a neighbour's power "
+		                    "apart from the others'"),
 		[TL_NC_UNCERTAIN] = "a neighbour's coupling is too uncertain",
 		[TL_NC_PHYSICAL] = "the joint fit is not physical",
 	};
