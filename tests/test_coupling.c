@@ -554,6 +554,69 @@ static void test_phases_file(void **state)
 	tl_phases_free(ph);
 }
 
+/* The bounds of one run: the means of at most 2^23 GPUs × phases (the
+ * GPU past it refused where it is named), and at most 256 phases
+ * counting for a host (what a coupling holds). */
+static void test_phase_limits(void **state)
+{
+	tl_opts o = { NAN, NAN, false, false, 0 };
+	tl_phases *ph;
+	tl_sink *k;
+	tl_src src;
+	tm_error e = { 0, "" };
+	tm_profile *p = NULL;
+	strbuf b;
+	int n;
+	(void)state;
+	/* 4096 phases: 2048 GPUs, not 2049 */
+	sb_init(&b);
+	for (int i = 0; i < TL_PHASES_MAX; i++)
+		sb_addf(&b, "%d %d p\n", 30 * i, 30 * i + 30);
+	assert_int_equal(tl_phases_parse("P", b.s, b.len, &ph, &e), 0);
+	sb_free(&b);
+	k = tl_sink_new(&o);
+	tl_sink_phases(k, ph);
+	memset(&src, 0, sizeof src);
+	src.sink = k;
+	src.file = "log.csv";
+	src.line = 7;
+	src.err = &e;
+	for (n = 0; n < 2048; n++)
+		assert_true(tl_gpu(&src, "h", NULL, NULL, n) >= 0);
+	assert_int_equal(tl_gpu(&src, "h", NULL, NULL, 2048), -1);
+	assert_string_equal(e.msg, "log.csv:7: 2049 GPUs with the 4096 phases "
+	                    "of P: one run keeps the means of at most 8388608 "
+	                    "GPUs times phases (memory grows with both): "
+	                    "profile the hosts in parts, or give fewer phases");
+	assert_true(tl_gpu(&src, "h", NULL, NULL, 5) >= 0);   /* seen before */
+	tl_sink_free(k);
+
+	/* 257 phases with 5 samples of both GPUs of a host in each */
+	k = tl_sink_new(&o);
+	tl_sink_phases(k, ph);
+	memset(&e, 0, sizeof e);
+	src.sink = k;
+	for (int g = 0; g < 2; g++)
+		assert_int_equal(tl_gpu(&src, "h", NULL, NULL, g), g);
+	for (int i = 0; i < 257; i++)
+		for (int j = 0; j < 5; j++)
+			for (int g = 0; g < 2; g++) {
+				tl_sample s;
+				tl_sample_clear(&s);
+				s.t = 30 * i + 20 + j;
+				s.v[TL_TEMP] = 40;
+				s.v[TL_POWER] = 100;
+				assert_int_equal(tl_push(&src, g, &s), 0);
+			}
+	assert_int_equal(tl_sink_profile(k, &p, &e), TM_EINPUT);
+	assert_null(p);
+	assert_string_equal(e.msg, "P: 257 phases count for host h; a "
+	                    "profile's coupling holds at most 256 steady "
+	                    "states: give at most 256 phases");
+	tl_sink_free(k);
+	tl_phases_free(ph);
+}
+
 /* ---- the real one-hot recording ------------------------------------------- */
 
 #define ONEHOT "fixtures/real/h200x4-onehot/"
@@ -731,6 +794,7 @@ int main(void)
 		cmocka_unit_test(test_too_few),
 		cmocka_unit_test(test_degenerate),
 		cmocka_unit_test(test_phases_file),
+		cmocka_unit_test(test_phase_limits),
 		cmocka_unit_test(test_real_onehot),
 		cmocka_unit_test(test_real_held_out),
 		cmocka_unit_test(test_real_uniform),
