@@ -268,6 +268,16 @@ typedef struct tm_tele_opts {
 int tm_profile_from_telemetry(const tm_tele_input *in, int n,
                               const tm_tele_opts *o, char **profile,
                               char **summary, tm_error *err);
+/* The same, with the load phases of the phases file phases (NULL: none;
+ * `profile --phases`, docs/profile.md, "Neighbours: --phases"): each GPU
+ * whose neighbours' power the phases move apart from its own gets its
+ * coupling, and its ambient and slope from the joint fit; the summary
+ * says what the phases came to. The phases file is read first; one that
+ * is not a phases file is TM_EINPUT naming its line. */
+int tm_profile_from_telemetry_ex(const tm_tele_input *in, int n,
+                                 const tm_tele_opts *o, const char *phases,
+                                 char **profile, char **summary,
+                                 tm_error *err);
 /* The DCGM series of a Prometheus server, read through its HTTP API
  * (`profile --prometheus`, docs/profile.md, "Prometheus"). */
 typedef struct tm_prom_query {
