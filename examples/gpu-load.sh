@@ -104,7 +104,7 @@ import json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
 PROG = "gpu-load.sh"
 LEAD_S = 2.0          # from the last worker's "ready" to the first phase
-READY_TIMEOUT_S = 600 # start-up of every worker (imports, CUDA, matrices)
+READY_TIMEOUT_S = 180 # start-up of every worker (imports, CUDA, matrices)
 
 # One worker per GPU: allocate, say ready, then follow the schedule.
 WORKER = r'''
