@@ -35,7 +35,7 @@
 #     profile-calibrated.json, calibrate-identity.txt;
 #  4. `thermap plan` with job.json and the calibrated profile -> plan/,
 #     plan.txt; `thermap check --profile` -> check.txt; the identity plan
-#     of the measured job -> plan-identity-measured/; the coolest-peak
+#     of the measured job -> plan-identity-measured/; the coolest-held
 #     policy -> plan-coolest/, plan-coolest.txt. The second run launches
 #     plan/, or plan-coolest/ (the placement the model predicts coolest)
 #     when plan/ kept torchrun's placement (verdict keep or same), so that
@@ -551,9 +551,9 @@ if [ -s "$OUT/job.json" ] && [ -s "$PROF" ] && [ -s "$OUT/cluster.json" ]; then
 	thermap plan --cluster "$OUT/cluster.json" --profile "$PROF" --job "$OUT/job.json" \
 		--policy "$ROOT/policies/identity.json" -o "$OUT/plan-identity-measured" \
 		--quiet || note "thermap plan (identity, measured job) failed"
-	run_to "thermap plan (coolest-peak)" "$OUT/plan-coolest.txt" thermap plan --cluster "$OUT/cluster.json" \
+	run_to "thermap plan (coolest-held)" "$OUT/plan-coolest.txt" thermap plan --cluster "$OUT/cluster.json" \
 		--profile "$PROF" --job "$OUT/job.json" \
-		--policy "$ROOT/policies/coolest-peak.json" -o "$OUT/plan-coolest"
+		--policy "$ROOT/policies/coolest-held.json" -o "$OUT/plan-coolest"
 	VERDICT=$("$PY" -c '
 import json, sys
 d = json.load(open(sys.argv[1])).get("decision") or {}

@@ -27,11 +27,13 @@ and what the run measured, for thermap calibrate (docs/calibrate.md):
                          deviation over iterations of its fwd + bwd per
                          microbatch), iterations (how many) and pid (its
                          process id, from the start record, when logged)
-  measured.start_unix_s  when the measured iterations ran: the earliest
-  measured.end_unix_s    start and the latest end, over all ranks, of the
-                         measured iterations (seconds since 1970, from
-                         the iterations' t and t_end; left out when the
-                         logs have no times)
+  measured.start_unix_s  when the job worked on its GPUs: the start of
+  measured.end_unix_s    the earliest iteration of any rank, warm-up
+                         included (before it, a busy GPU runs work that
+                         is not the job's), and the latest end of a
+                         measured iteration (seconds since 1970, from the
+                         iterations' t and t_end; left out when the logs
+                         have no times)
 
 -o - writes to standard output. Standard library only; Python 3.9+.
 """
@@ -62,7 +64,7 @@ def is_num(x):
 
 def read_log(path):
     """Returns (start, measured iters, end or None)."""
-    start, iters, end = None, [], None
+    start, iters, end, first_t = None, [], None, None
     try:
         fh = open(path, encoding="utf-8")
     except OSError as e:
@@ -108,12 +110,16 @@ def read_log(path):
                 if "t" in o and "t_end" in o and o["t_end"] < o["t"]:
                     raise Bad("%s:%d: t_end %r is before t %r"
                               % (path, n, o["t_end"], o["t"]))
+                if "t" in o and (first_t is None or o["t"] < first_t):
+                    first_t = o["t"]
                 if not o.get("warmup"):
                     iters.append(o)
             elif kind == "end":
                 end = o
     if start is None:
         raise Bad("%s: empty log" % path)
+    if first_t is not None:
+        start = dict(start, first_t=first_t)
     return start, iters, end
 
 
@@ -252,9 +258,11 @@ def build_job(logdir, name, nproc):
     # of every rank logged its start and end
     its_all = [it for r in range(world) for it in logs[r][1]]
     window = ""
-    if all("t" in it and "t_end" in it for it in its_all):
+    if (all("t" in it and "t_end" in it for it in its_all) and
+            all("first_t" in logs[r][0] for r in range(world))):
         window = ('"start_unix_s": %s, "end_unix_s": %s, '
-                  % (json.dumps(r3(min(it["t"] for it in its_all))),
+                  % (json.dumps(r3(min(logs[r][0]["first_t"]
+                                       for r in range(world)))),
                      json.dumps(r3(max(it["t_end"] for it in its_all)))))
 
     if name is None:
