@@ -599,6 +599,28 @@ static int coupling_source(const tm_problem *pb, int g,
 	return -1;
 }
 
+/* A GPU that runs work that is not the job's changes every claim about
+ * it: the plan says so, naming the first and how much it draws. */
+static void background_note(tm_problem *pb)
+{
+	int n = 0, first = -1;
+	for (int g = 0; g < pb->ngpu; g++)
+		if (isfinite(pb->p_bg[g]) && pb->p_bg[g] > 0) {
+			if (first < 0)
+				first = g;
+			n++;
+		}
+	if (n) {
+		const tm_node *nd = &pb->c->nodes[pb->gpu_host[first]];
+		tm_problem_note(pb, "%d GPU(s) run work that is not the job's "
+		                "(host %s GPU %d draws %.0f ± %.0f W of it): their "
+		                "predictions include that power, whatever the plan "
+		                "puts there", n, nd->host,
+		                nd->gpus[pb->gpu_pos[first]].index, pb->p_bg[first],
+		                pb->p_bg_sd[first]);
+	}
+}
+
 static void coupling(tm_problem *pb, const tm_profile *p)
 {
 	int n = 0, lost = 0, cap = 0;
@@ -632,6 +654,15 @@ static void coupling(tm_problem *pb, const tm_profile *p)
 	}
 	pb->cp_first[pb->ngpu] = n;
 	pb->coupled = n > 0;
+	background_note(pb);
+	if (pb->coupled) {
+		int ng = 0;
+		for (int g = 0; g < pb->ngpu; g++)
+			ng += pb->cp_first[g] < pb->cp_first[g + 1];
+		tm_problem_note(pb, "%d GPU(s) take the heat of their host's other "
+		                "GPUs from the profile's coupling: their predictions "
+		                "depend on what their neighbours run", ng);
+	}
 	if (!pb->coupled) {
 		free(pb->cp_first);
 		pb->cp_first = NULL;
