@@ -22,6 +22,7 @@ LIB_OBJ  = $(LIB_SRC:src/%.c=$(B)/%.o)
 CLI_SRC  = $(sort $(wildcard src/cli/*.c))
 CLI_OBJ  = $(CLI_SRC:src/%.c=$(B)/%.o)
 TESTS    = test_base test_sha256 test_layout test_rebalance test_inputs test_model test_decide test_sim test_oracle test_profile \
+           test_coupling \
            test_tele_prom test_topo_smi test_topo_xml test_svg test_diff test_replan \
            test_calibrate test_output
 TEST_BIN = $(TESTS:%=$(B)/%)
@@ -32,7 +33,7 @@ TEST_BIN = $(TESTS:%=$(B)/%)
 # seed corpora with a plain driver (any compiler; `make check` runs it
 # under the sanitizers)
 FUZZ     = cluster profile job policy plan layout tele_csv tele_dmon \
-           tele_capture tele_prom tele_qrange tele_labels topo_smi topo_gpus \
+           tele_capture tele_prom tele_qrange tele_labels tele_phases topo_smi topo_gpus \
            topo_hwloc topo_nccl
 FUZZ_SECONDS ?= 10
 FUZZ_CC  ?= clang

@@ -259,8 +259,9 @@ static void test_noise_kept(void **state)
 	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_KEEP);
 	assert_true(is_identity(&run));
 	assert_true(run.sol.rule.best.moves > 0);
-	assert_non_null(strstr(run.sol.rule.reason, "gains nothing beyond the "
-	                       "model's uncertainty"));
+	assert_non_null(strstr(run.sol.rule.reason, "time ties"));
+	assert_non_null(strstr(run.sol.rule.reason, "the temperatures tie"));
+	assert_int_equal(run.sol.rule.decided_by, -1);
 	tm_run_clear(&run);
 	/* the same policy without the rule moves for the noise */
 	pol->evidence = false;
@@ -269,6 +270,327 @@ static void test_noise_kept(void **state)
 	assert_false(is_identity(&run));
 	tm_run_clear(&run);
 	tt_free(NULL, pol, j, p, c);
+}
+
+/* ---- ties hand the choice to the next criterion ------------------------- */
+
+/* A real report (4×H200, pp 2 dp 2): calibrate gave GPU 3 a job-basis
+ * derate of 1.024 ± 0.020, the burn left GPUs 1 and 2 about 3 °C hotter,
+ * and torchrun put the heavy stage on GPUs 2 and 3. The fastest placement
+ * moves the heavy stage off GPU 3: 2 % faster on paper, inside the
+ * uncertainty of the GPUs' speeds. Time ties, so the temperatures decide
+ * among the placements that hold torchrun's time: the heavy stage on the
+ * cool GPUs 0 and 3. */
+static void test_tied_time(void **state)
+{
+	static const char *const text = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": ["
+		"{\"host\": \"h\", \"index\": 0, \"power_idle_w\": 78, "
+		"\"power_load_w\": 690, \"ambient_c\": 32, \"r_c_per_w\": 0.04, "
+		"\"derate\": 1, \"derate_sd\": 0.02, \"derate_basis\": \"job\"}, "
+		"{\"host\": \"h\", \"index\": 1, \"power_idle_w\": 78, "
+		"\"power_load_w\": 690, \"ambient_c\": 35, \"r_c_per_w\": 0.04, "
+		"\"derate\": 1, \"derate_sd\": 0.02, \"derate_basis\": \"job\"}, "
+		"{\"host\": \"h\", \"index\": 2, \"power_idle_w\": 78, "
+		"\"power_load_w\": 690, \"ambient_c\": 35, \"r_c_per_w\": 0.04, "
+		"\"derate\": 1, \"derate_sd\": 0.02, \"derate_basis\": \"job\"}, "
+		"{\"host\": \"h\", \"index\": 3, \"power_idle_w\": 78, "
+		"\"power_load_w\": 690, \"ambient_c\": 32, \"r_c_per_w\": 0.04, "
+		"\"derate\": 1.024, \"derate_sd\": 0.02, \"derate_basis\": \"job\"}]}";
+	tm_cluster *c = tt_cluster(1, 4, 3);
+	tm_profile *p = profile_text("p.json", text);
+	tm_policy *pol = default_policy();
+	double w[2] = { 21.6, 36.0 };
+	tm_job *j = pipeline(2, 2, w, 8);
+	tm_error e = { 0, "" };
+	tm_run run;
+	int flat[4];
+	(void)state;
+
+	free(c->nodes[0].host);
+	c->nodes[0].host = xstrdup("h");
+	assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+	flat_of(&run, flat);
+	/* the fastest placement took the heavy stage off GPU 3 */
+	assert_true(run.sol.rule.nties >= 1);
+	assert_int_equal(run.sol.rule.ties[0].crit, TM_CRIT_TIME);
+	assert_true(run.sol.rule.ties[0].gain.time_pct > 1.5);
+	assert_true(run.sol.rule.ties[0].gain.time_pct <
+	            run.sol.rule.ties[0].gain.time_sd);
+	/* the temperatures decided: the heavy stage (ranks 2, 3) on 0 and 3 */
+	assert_int_equal(run.sol.rule.verdict, TM_VERDICT_MOVE);
+	assert_int_equal(run.sol.rule.decided_by, TM_CRIT_PEAK);
+	assert_true((flat[2] == 0 && flat[3] == 3) ||
+	            (flat[2] == 3 && flat[3] == 0));
+	assert_true(fabs(run.sol.rule.gain.time_pct) <= 0.5);
+	assert_true(run.sol.rule.gain.peak_c > run.sol.rule.gain.peak_sd);
+	assert_non_null(strstr(run.sol.rule.reason, "time ties"));
+	assert_non_null(strstr(run.sol.rule.reason, "the peak decides"));
+	tm_run_clear(&run);
+	tt_free(NULL, pol, j, p, c);
+}
+
+/* ---- the rule against brute force ---------------------------------------- */
+
+/* The rule of docs/model.md, section 16, restated over every placement of
+ * a small problem, without the solvers: the best on each criterion in
+ * turn, the earlier ties held by the same caps. */
+typedef struct every {
+	int n;            /* placements */
+	int *flat;        /* n × ranks */
+} every;
+
+static void every_rec(const tm_problem *pb, int r, int *cur, bool *used,
+                      every *E)
+{
+	if (r == pb->nranks) {
+		char why[256];
+		if (!tm_constraints_ok(pb, cur, 0, why, sizeof why))
+			return;
+		E->flat = xrealloc(E->flat, sizeof(int) * (size_t)(E->n + 1) *
+		                   (size_t)pb->nranks);
+		memcpy(&E->flat[(size_t)E->n * (size_t)pb->nranks], cur,
+		       sizeof(int) * (size_t)pb->nranks);
+		E->n++;
+		return;
+	}
+	for (int g = 0; g < pb->ngpu; g++) {
+		if (used[g])
+			continue;
+		used[g] = true;
+		cur[r] = g;
+		every_rec(pb, r + 1, cur, used, E);
+		used[g] = false;
+	}
+}
+
+/* Among the placements ok[], the lexicographic best by crit[0..nc) at
+ * reference time t_ref, as the solvers rank them (section 7): each
+ * criterion's best, the next among those within its tolerance bound. */
+static int lex_best(const tm_problem *pb, const every *E, const bool *ok,
+                    const int *crit, int nc, double t_ref)
+{
+	bool *in = xmalloc(sizeof(bool) * (size_t)E->n);
+	int best = -1;
+	memcpy(in, ok, sizeof(bool) * (size_t)E->n);
+	for (int k = 0; k < nc; k++) {
+		double b = INFINITY;
+		for (int i = 0; i < E->n; i++) {
+			tm_eval ev;
+			if (!in[i])
+				continue;
+			tm_eval_flat(pb, &E->flat[(size_t)i * pb->nranks], t_ref, &ev);
+			if (tm_crit_value(&ev, crit[k]) < b) {
+				b = tm_crit_value(&ev, crit[k]);
+				best = i;
+			}
+		}
+		for (int i = 0; i < E->n; i++) {
+			tm_eval ev;
+			if (!in[i])
+				continue;
+			tm_eval_flat(pb, &E->flat[(size_t)i * pb->nranks], t_ref, &ev);
+			in[i] = tm_crit_value(&ev, crit[k]) <=
+			        (k + 1 == nc ? b : tm_crit_bound(pb, crit[k], b));
+		}
+	}
+	free(in);
+	return best;
+}
+
+static bool oracle_won(int crit, const tm_gain *g)
+{
+	if (crit == TM_CRIT_TIME)
+		return g->time_pct > g->time_sd;
+	return g->hot_rank > 0 && g->hot_c > 0;
+}
+
+/* What the rule decides: -1 kept, -2 a trade, else the criterion that
+ * decided; *pick the placement written. */
+static int oracle(const tm_problem *pb, const every *E, int *pick)
+{
+	const int W = pb->nranks;
+	bool *ok = xmalloc(sizeof(bool) * (size_t)E->n);
+	int ref = -1, crit[4], nc, b, decided = -1;
+	double t0 = INFINITY, tcap = INFINITY, pcap = INFINITY, t_ref;
+	tm_eval er;
+	static const int steps[3] = { TM_CRIT_TIME, TM_CRIT_PEAK, TM_CRIT_WEAR };
+
+	for (int i = 0; i < E->n; i++) {
+		tm_eval ev;
+		ok[i] = true;
+		t0 = fmin(t0, tm_eval_flat(pb, &E->flat[(size_t)i * W], 0, &ev));
+		if (!memcmp(&E->flat[(size_t)i * W], pb->ref_gpu,
+		            sizeof(int) * (size_t)W))
+			ref = i;
+	}
+	assert_true(ref >= 0);
+	tm_eval_flat(pb, pb->ref_gpu, t0, &er);
+	*pick = ref;
+	for (int s = 0; s < 3; s++) {
+		tm_gain g;
+		/* the criteria not held, in the policy's order */
+		nc = 0;
+		for (int k = 0; k < pb->ncrit; k++)
+			if (!(pb->crit[k] == TM_CRIT_TIME && isfinite(tcap)) &&
+			    !(pb->crit[k] == TM_CRIT_PEAK && isfinite(pcap)))
+				crit[nc++] = pb->crit[k];
+		/* phase 0: the best time under the caps but the peak's */
+		t_ref = INFINITY;
+		for (int i = 0; i < E->n; i++) {
+			tm_eval ev;
+			double t = tm_eval_flat(pb, &E->flat[(size_t)i * W], 0, &ev);
+			ok[i] = t <= tcap * (1 + 1e-12);
+			if (ok[i])
+				t_ref = fmin(t_ref, t);
+		}
+		for (int i = 0; i < E->n; i++) {
+			tm_eval ev;
+			tm_eval_flat(pb, &E->flat[(size_t)i * W], t_ref, &ev);
+			ok[i] = ok[i] && ev.peak_ref_c <= pcap + 1e-9;
+		}
+		b = lex_best(pb, E, ok, crit, nc, t_ref);
+		tm_gain_of(pb, pb->ref_gpu, &E->flat[(size_t)b * W], &g);
+		if (b != ref && oracle_won(steps[s], &g) && steps[s] == TM_CRIT_TIME) {
+			/* time decided: the placements within the floor of b's
+			 * time tie with it, the coolest of them decides */
+			tm_eval eb;
+			double tb = tm_eval_flat(pb, &E->flat[(size_t)b * W], 0, &eb);
+			int a, ct[4], nt = 0;
+			tm_gain ga;
+			for (int k = 0; k < pb->ncrit; k++)
+				if (pb->crit[k] != TM_CRIT_TIME)
+					ct[nt++] = pb->crit[k];
+			t_ref = INFINITY;
+			for (int i = 0; i < E->n; i++) {
+				tm_eval ev;
+				double t = tm_eval_flat(pb, &E->flat[(size_t)i * W], 0, &ev);
+				ok[i] = t <= tb * 1.005 * (1 + 1e-12);
+				if (ok[i])
+					t_ref = fmin(t_ref, t);
+			}
+			a = lex_best(pb, E, ok, ct, nt, t_ref);
+			tm_gain_of(pb, pb->ref_gpu, &E->flat[(size_t)a * W], &ga);
+			if (a != b && a != ref &&
+			    (oracle_won(TM_CRIT_TIME, &ga) ||
+			     oracle_won(TM_CRIT_PEAK, &ga)) &&
+			    (!tm_gain_lost(&ga) || tm_gain_lost(&g)) &&
+			    ga.peak_c >= g.peak_c) {
+				b = a;
+				g = ga;
+			}
+		}
+		if (b != ref && oracle_won(steps[s], &g) && !tm_gain_lost(&g)) {
+			decided = steps[s];
+			*pick = b;
+			break;
+		}
+		if (b != ref && oracle_won(steps[s], &g)) {
+			decided = -2;   /* a trade: left to the trade tests */
+			break;
+		}
+		if (steps[s] == TM_CRIT_TIME)
+			tcap = er.iteration_ms * 1.005;
+		else if (steps[s] == TM_CRIT_PEAK)
+			pcap = er.peak_ref_c;
+	}
+	free(ok);
+	return decided;
+}
+
+/* Small random problems with real derates and their uncertainty, hot and
+ * cool GPUs, now and then neighbours that heat each other and a
+ * background load: the rule as the solvers run it decides as the rule
+ * over every placement does, and its move loses nothing and wins what
+ * decided it. */
+static void test_rule_brute(void **state)
+{
+	int agree = 0, moved = 0, by[5] = { 0 }, nocase = 0;
+	(void)state;
+	tt_seq.s = 28282828;
+	for (int it = 0; it < 120; it++) {
+		int n = tt_int(0, 2) ? 4 : 5, pp = tt_int(0, 1) ? 2 : 4;
+		int dp = 4 / pp, pick, want, got[8];
+		tm_cluster *c = tt_cluster(1, n, 3);
+		tm_profile *p = tt_profile(c, true);
+		tm_policy *pol = default_policy();
+		double w[4];
+		tm_job *j;
+		tm_run run;
+		tm_problem *pb = NULL;
+		tm_error e = { 0, "" };
+		every E = { 0, NULL };
+		int cur[8];
+		bool used[8] = { false };
+		for (int s = 0; s < pp; s++)
+			w[s] = tt_unif(5, 40);
+		j = pipeline(pp, dp, w, 8);
+		for (int k = 0; k < p->ngpus; k++) {
+			tm_gpu_profile *x = &p->gpus[k];
+			x->ambient_c = 30 + tt_unif(0, 6);
+			x->r_c_per_w = tt_unif(0.035, 0.045);
+			x->power_idle_w = 78;
+			x->power_load_w = 690;
+			x->derate_basis = TM_BASIS_JOB;
+			x->derate = tt_int(0, 3) ? 1 : 1 + tt_unif(0, 0.06);
+			x->derate_sd = tt_unif(0.005, 0.03);
+			if (it % 4 == 1 && k == 1) {
+				x->background_power_w = tt_unif(300, 650);
+				x->background_power_sd_w = 20;
+			}
+			if (it % 3 == 0) {
+				/* the next GPU heats this one */
+				tm_coupling *cp = x->coupling = xcalloc(1, sizeof *cp);
+				cp->how = xstrdup("test");
+				cp->nfrom = 1;
+				cp->from = xcalloc(1, sizeof *cp->from);
+				cp->from[0].index = (k + 1) % n;
+				cp->from[0].c_per_w = tt_unif(0, 0.012);
+				cp->from[0].sd_c_per_w = 0.001;
+			}
+		}
+		assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
+		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
+		every_rec(pb, 0, cur, used, &E);
+		want = oracle(pb, &E, &pick);
+		tm_placement_to_flat(run.pb, run.sol.pl, got);
+		if (run.sol.rule.verdict == TM_VERDICT_MOVE) {
+			tm_gain g;
+			moved++;
+			tm_gain_of(pb, pb->ref_gpu, got, &g);
+			assert_false(tm_gain_lost(&g));
+			assert_true(oracle_won(run.sol.rule.decided_by, &g));
+		}
+		if (want == -2)
+			nocase++;   /* a trade, which the oracle leaves alone */
+		else if (want != run.sol.rule.decided_by) {
+			fail_msg("case %d: the rule over every placement decides by "
+			         "%d, the solvers' by %d: %s", it, want,
+			         run.sol.rule.decided_by, run.sol.rule.reason);
+		} else {
+			tm_eval a, b;
+			tm_eval_flat(pb, &E.flat[(size_t)pick * pb->nranks], 0, &a);
+			tm_eval_flat(pb, got, 0, &b);
+			if (fabs(a.iteration_ms - b.iteration_ms) > 1e-6 * a.iteration_ms ||
+			    fabs(a.peak_temp_c - b.peak_temp_c) > 1e-6)
+				fail_msg("case %d: both decide by %d, but the rule over "
+				         "every placement writes %.4f ms, %.3f °C and the "
+				         "solvers %.4f ms, %.3f °C", it, want, a.iteration_ms,
+				         a.peak_temp_c, b.iteration_ms, b.peak_temp_c);
+			agree++;
+			by[want + 1]++;
+		}
+		free(E.flat);
+		tm_problem_free(pb);
+		tm_run_clear(&run);
+		tt_free(NULL, pol, j, p, c);
+	}
+	print_message("rule vs every placement: %d of 120 agree (%d kept, %d by "
+	              "time, %d by peak, %d by wear; %d trades left out); %d "
+	              "moved\n", agree, by[0], by[1 + TM_CRIT_TIME],
+	              by[1 + TM_CRIT_PEAK], by[1 + TM_CRIT_WEAR], nocase, moved);
+	assert_true(by[1 + TM_CRIT_TIME] > 0 && by[1 + TM_CRIT_PEAK] > 0 &&
+	            by[0] > 0);
 }
 
 /* ---- trades ---------------------------------------------------------------- */
@@ -668,6 +990,8 @@ int main(void)
 		cmocka_unit_test(test_waiting_power),
 		cmocka_unit_test(test_reported_2xh200),
 		cmocka_unit_test(test_noise_kept),
+		cmocka_unit_test(test_tied_time),
+		cmocka_unit_test(test_rule_brute),
 		cmocka_unit_test(test_trade),
 		cmocka_unit_test(test_reference_breaks),
 		cmocka_unit_test(test_hottest_gets_lightest),

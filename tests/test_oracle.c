@@ -29,12 +29,18 @@
 #define WEAR_CASES 200
 #define ALLTOALL_CASES 120
 #define MOVES_CASES 300
+#define COUPLED_CASES 200
 
 static int bound_cases, bound_tight;  /* lower bounds met exactly */
 static bool close_to(double a, double b)
 {
 	return fabs(a - b) <= 1e-6 * (1 + fabs(a) + fabs(b));
 }
+
+/* With neighbours that heat each other the program ranks wear by
+ * tangents 0.5 °C apart (docs/model.md, section 10): within 1.5·10⁻⁴ of
+ * itself; the phases of every other criterion stay exact. */
+static double wear_slack;
 
 static int hd_cases, hd_optimal;      /* host decomposition tried, proven */
 static int hd_stopped;                /* ... and stopped by a past deadline */
@@ -180,12 +186,17 @@ static int compare(tm_cluster *c, tm_profile *p, tm_job *j, tm_policy *pol,
 				            "the tolerance of %.9f\n", id, pb->crit[k], fin, y);
 				fail();
 			}
-			if (!close_to(x, y)) {
+			if (pb->crit[k] == TM_CRIT_WEAR && wear_slack > 0 ?
+			    fabs(x - y) > wear_slack * fabs(y) : !close_to(x, y)) {
 				print_error("case %d: criterion %d (%d of %d): ilp %.9f "
 				            "brute %.9f\n", id, pb->crit[k], k, pb->ncrit, x,
 				            y);
 				fail();
 			}
+			/* a phase after an approximate wear may differ where wear
+			 * held the two apart: past it, only the bounds are held */
+			if (pb->crit[k] == TM_CRIT_WEAR && wear_slack > 0)
+				break;
 		}
 	} else {
 		assert_int_equal(ra, TM_EINFEASIBLE);
@@ -245,6 +256,64 @@ static void test_single_host(void **state)
 	              "GPUs\n", SINGLE_HOST_CASES, feasible, eight);
 	assert_true(feasible > SINGLE_HOST_CASES * 3 / 4);
 	assert_true(eight > 20);
+}
+
+/* Neighbours that heat each other (a coupling between every pair of a
+ * host's GPUs, some at zero), a background load now and then, and the
+ * policies of test_single_host: the program's linear temperature of a
+ * GPU from its whole host, and its tangents for wear, against every
+ * placement. */
+static void test_coupled(void **state)
+{
+	int feasible = 0, capped = 0;
+	(void)state;
+	tt_seq.s = 0x5eed2828ull;
+	wear_slack = 2e-4;
+	for (int id = 0; id < COUPLED_CASES; id++) {
+		int n = tt_int(2, 6), nh = n <= 3 && tt_int(0, 3) == 0 ? 2 : 1;
+		int nproc = tt_int(0, 2) ? n : tt_int(2, n), pp, dv[16], nd;
+		int nn = nh == 2 ? tt_int(1, 2) : 1;
+		tm_cluster *c = tt_cluster(nh, n, tt_int(0, 2));
+		tm_profile *p = tt_profile(c, false);
+		tm_policy *pol = NULL;
+		tm_error e = { 0, "" };
+		tm_job *j;
+
+		for (int k = 0; k < p->ngpus; k++) {
+			tm_gpu_profile *x = &p->gpus[k];
+			tm_coupling *cp;
+			if (tt_int(0, 4) == 0) {
+				x->background_power_w = tt_unif(100, 800);
+				x->background_power_sd_w = 10;
+			}
+			if (tt_int(0, 5) == 0)
+				continue;
+			cp = x->coupling = xcalloc(1, sizeof *cp);
+			cp->how = xstrdup("test");
+			cp->from = xcalloc((size_t)n, sizeof *cp->from);
+			for (int h = 0; h < n; h++) {
+				if (h == x->index)
+					continue;
+				cp->from[cp->nfrom].index = h;
+				cp->from[cp->nfrom].c_per_w = tt_int(0, 2) ?
+				                              tt_unif(0, 0.012) : 0;
+				cp->from[cp->nfrom].sd_c_per_w = 0.001;
+				cp->nfrom++;
+			}
+		}
+		nd = divisors(nproc, dv);
+		pp = dv[tt_int(0, nd - 1)];
+		j = tt_job(nproc * nn, nproc, 1, pp, 1, tt_int(0, 1), false);
+		assert_int_equal(tm_policy_default(&pol, &e), 0);
+		random_policy(pol, 1);
+		capped += isfinite(pol->max_temp_c);
+		feasible += compare(c, p, j, pol, id);
+		tt_free(NULL, pol, j, p, c);
+	}
+	wear_slack = 0;
+	print_message("coupled: %d instances, %d feasible, %d with max_temp_c\n",
+	              COUPLED_CASES, feasible, capped);
+	assert_true(feasible > COUPLED_CASES * 3 / 4);
 }
 
 static void test_two_hosts(void **state)
@@ -742,6 +811,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single_host),
 		cmocka_unit_test(test_two_hosts),
+		cmocka_unit_test(test_coupled),
 		cmocka_unit_test(test_host_decomposition),
 		cmocka_unit_test(test_allreduce),
 		cmocka_unit_test(test_alltoall),

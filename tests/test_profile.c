@@ -934,6 +934,54 @@ static void test_warnings(void **state)
 
 /* ---- --baseline ------------------------------------------------------------ */
 
+/* A coupling goes with the fit it was fitted with: a GPU that takes the
+ * earlier profile's fit takes its coupling (or none with it), and one
+ * that keeps its own fit keeps its own coupling. */
+static void test_baseline_coupling(void **state)
+{
+#define COUP(c) "\"coupling\": {\"how\": \"h\", \"from\": [{\"index\": 9, " \
+	"\"c_per_w\": " c "}], \"points\": []}"
+	static const char win[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": ["
+		"{\"host\": \"h\", \"index\": 0, \"temp_load_c\": 60.0, "
+		"\"ambient_c\": 30.0, \"r_c_per_w\": 0.04, " COUP("0.001") "},"
+		"{\"host\": \"h\", \"index\": 1, \"temp_load_c\": null, "
+		"\"ambient_c\": 31.0, \"r_c_per_w\": 0.0429, " COUP("0.002") ", "
+		"\"estimated\": {\"r_c_per_w\": \"r\"}},"
+		"{\"host\": \"h\", \"index\": 2, \"temp_load_c\": null, "
+		"\"ambient_c\": null, \"r_c_per_w\": null}]}";
+	static const char base[] = "{\"format\": \"thermap.profile/1\", "
+		"\"gpus\": ["
+		"{\"host\": \"h\", \"index\": 0, \"temp_load_c\": 61.0, "
+		"\"ambient_c\": 31.8, \"r_c_per_w\": 0.0412, " COUP("0.003") "},"
+		"{\"host\": \"h\", \"index\": 1, \"temp_load_c\": 62.0, "
+		"\"ambient_c\": 32.0, \"r_c_per_w\": 0.041},"
+		"{\"host\": \"h\", \"index\": 2, \"temp_load_c\": 63.0, "
+		"\"ambient_c\": 33.0, \"r_c_per_w\": 0.039, " COUP("0.004") "}]}";
+#undef COUP
+	char *out;
+	json_t *p, *g;
+	int n;
+	(void)state;
+	out = tm_profile_fill(win, base, false, &n);
+	p = json_loads(out, 0, NULL);
+	assert_non_null(p);
+	/* GPU 0 loaded here: its own fit, its own coupling */
+	g = json_object_get(json_object_get(gpu(p, 0), "coupling"), "from");
+	assert_near(json_number_value(json_object_get(json_array_get(g, 0),
+	                                              "c_per_w")), 0.001, 1e-12);
+	/* GPU 1 takes a fit without a coupling: its window's goes */
+	assert_near(num(gpu(p, 1), "ambient_c"), 32, 1e-9);
+	assert_null(json_object_get(gpu(p, 1), "coupling"));
+	/* GPU 2 takes the fit and its coupling, and says so */
+	g = json_object_get(json_object_get(gpu(p, 2), "coupling"), "from");
+	assert_near(json_number_value(json_object_get(json_array_get(g, 0),
+	                                              "c_per_w")), 0.004, 1e-12);
+	assert_non_null(strstr(out, "\"coupling\"\n"));
+	json_decref(p);
+	free(out);
+}
+
 static void test_baseline_fill(void **state)
 {
 	/* a window: GPU 0 loaded, never idle (estimated idle level); GPU 1
@@ -1617,6 +1665,76 @@ static void test_threads_same_result(void **state)
 	unsetenv("THERMAP_THREADS");
 }
 
+/* The one-hot recording replayed 9 times, replay k at hour k (4.9 MB:
+ * read in pieces by several threads), with its load phases shifted to
+ * each replay: 90 phases. */
+static void onehot_replay(char *csv, size_t ncsv, char *phases, size_t nph)
+{
+	char *text = tt_slurp("fixtures/real/h200x4-onehot/telemetry.csv", NULL);
+	const char *rows = strchr(text, '\n') + 1, *end = rows + strlen(rows);
+	tl_phases *ph;
+	tm_error e = { 0, "" };
+	strbuf b, q;
+	assert_int_equal(tl_phases_read("fixtures/real/h200x4-onehot/"
+	                                "load-phases.txt", &ph, &e), 0);
+	while (end > rows && end[-1] != '\n')
+		end--;
+	sb_init(&b);
+	sb_init(&q);
+	sb_addn(&b, text, (size_t)(rows - text));
+	for (int k = 0; k < 9; k++) {
+		for (const char *p = rows; p < end; ) {
+			const char *nl = strchr(p, '\n');
+			/* "2026/11/27 16:MM:SS.mmm, ..." at hour k */
+			sb_addf(&b, "2026/11/27 %02d%.*s\n", k, (int)(nl - p - 13),
+			        p + 13);
+			p = nl + 1;
+		}
+		for (int i = 0; i < ph->n; i++)
+			sb_addf(&q, "%.6f %.6f %s\n", ph->p[i].start + (k - 16) * 3600.0,
+			        ph->p[i].end + (k - 16) * 3600.0, ph->p[i].label);
+	}
+	snprintf(csv, ncsv, "%s", put("onehot-replay.csv", b.s, b.len));
+	snprintf(phases, nph, "%s", put("onehot-replay-phases.txt", q.s, q.len));
+	assert_true(b.len > 4u << 20);
+	sb_free(&b);
+	sb_free(&q);
+	tl_phases_free(ph);
+	free(text);
+}
+
+/* --phases with the threaded reader: each GPU's phase means are its
+ * own, pushed by one thread at a time, so the profile and the summary
+ * are those of one thread, byte for byte (and TSan, which runs this
+ * test, sees no race). */
+static void test_phases_threads(void **state)
+{
+	char *seq_p = NULL, *seq_s = NULL, *par_p = NULL, *par_s = NULL;
+	char csv[512], phases[512];
+	tm_tele_input in = { NULL, "h200x4", NULL };
+	tm_tele_opts o = { NAN, NAN, false, false, 0 };
+	tm_error e = { 0, "" };
+	(void)state;
+	onehot_replay(csv, sizeof csv, phases, sizeof phases);
+	in.file = csv;
+	setenv("THERMAP_THREADS", "1", 1);
+	assert_int_equal(tm_profile_from_telemetry_ex(&in, 1, &o, phases,
+	                                              &seq_p, &seq_s, &e), 0);
+	setenv("THERMAP_THREADS", "3", 1);
+	assert_int_equal(tm_profile_from_telemetry_ex(&in, 1, &o, phases,
+	                                              &par_p, &par_s, &e), 0);
+	unsetenv("THERMAP_THREADS");
+	assert_string_equal(seq_p, par_p);
+	assert_string_equal(seq_s, par_s);
+	if (!strstr(seq_s, "\"counted_min\": 90,") ||
+	    !strstr(seq_s, "\"coupled\": 4,"))
+		fail_msg("%s", seq_s);
+	/* the couplings of the recording, nine times the steady states */
+	if (!strstr(seq_p, "\"c_per_w\": 0.007"))
+		fail_msg("%s", seq_p);
+	free(seq_p); free(seq_s); free(par_p); free(par_s);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -1807,6 +1925,7 @@ int main(void)
 		cmocka_unit_test(test_pooled_by_model),
 		cmocka_unit_test(test_warnings),
 		cmocka_unit_test(test_baseline_fill),
+		cmocka_unit_test(test_baseline_coupling),
 		cmocka_unit_test(test_baseline_same_writer),
 		cmocka_unit_test(test_writer_keeps_values),
 		cmocka_unit_test(test_malformed),
@@ -1816,6 +1935,7 @@ int main(void)
 		cmocka_unit_test(test_blocking_and_gpu_cap),
 		cmocka_unit_test(test_cut_only_at_end),
 		cmocka_unit_test(test_threads_same_result),
+		cmocka_unit_test(test_phases_threads),
 		cmocka_unit_test(test_two_readings_at_once),
 		cmocka_unit_test(test_recording_windows),
 	};

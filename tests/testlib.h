@@ -120,6 +120,7 @@ static inline tm_profile *tt_profile(const tm_cluster *c, bool uniform)
 			e->derate_sd = 0;
 			e->temp_fit_sd_c = NAN;
 			e->power_wait_w = e->power_wait_sd_w = NAN;
+			e->background_power_w = e->background_power_sd_w = NAN;
 			e->derate_basis = TM_BASIS_UNSET;
 			e->host = xstrdup(c->nodes[h].host);
 			e->index = g;

@@ -25,7 +25,15 @@ and what the run measured, for thermap calibrate (docs/calibrate.md):
   measured.ranks[r]      rank r's own fwd_ms and bwd_ms (medians per
                          microbatch, as above), sd_ms (the standard
                          deviation over iterations of its fwd + bwd per
-                         microbatch) and iterations (how many)
+                         microbatch), iterations (how many) and pid (its
+                         process id, from the start record, when logged)
+  measured.start_unix_s  when the job worked on its GPUs: the start of
+  measured.end_unix_s    the earliest iteration of any rank, warm-up
+                         included (before it, a busy GPU runs work that
+                         is not the job's), and the latest end of a
+                         measured iteration (seconds since 1970, from the
+                         iterations' t and t_end; left out when the logs
+                         have no times)
 
 -o - writes to standard output. Standard library only; Python 3.9+.
 """
@@ -39,6 +47,8 @@ import statistics
 import sys
 
 PROG = "to_job.py"
+MAX_UNIX_S = 1e11     # what thermap's job loader accepts
+MAX_PID = 2147483647
 SAME = ("world", "dp", "pp", "layers", "hidden", "vocab", "seq",
         "micro_batch", "microbatches", "act_mib")
 
@@ -54,7 +64,7 @@ def is_num(x):
 
 def read_log(path):
     """Returns (start, measured iters, end or None)."""
-    start, iters, end = None, [], None
+    start, iters, end, first_t = None, [], None, None
     try:
         fh = open(path, encoding="utf-8")
     except OSError as e:
@@ -92,12 +102,24 @@ def read_log(path):
                                        o["step_ms"] < 0):
                     raise Bad("%s:%d: step_ms is %r; expected a number >= 0"
                               % (path, n, o["step_ms"]))
+                for k in ("t", "t_end"):
+                    if k in o and (not is_num(o[k]) or
+                                   not 0 <= o[k] <= MAX_UNIX_S):
+                        raise Bad("%s:%d: %s is %r; expected seconds since "
+                                  "1970" % (path, n, k, o[k]))
+                if "t" in o and "t_end" in o and o["t_end"] < o["t"]:
+                    raise Bad("%s:%d: t_end %r is before t %r"
+                              % (path, n, o["t_end"], o["t"]))
+                if "t" in o and (first_t is None or o["t"] < first_t):
+                    first_t = o["t"]
                 if not o.get("warmup"):
                     iters.append(o)
             elif kind == "end":
                 end = o
     if start is None:
         raise Bad("%s: empty log" % path)
+    if first_t is not None:
+        start = dict(start, first_t=first_t)
     return start, iters, end
 
 
@@ -122,6 +144,11 @@ def check_start(path, st):
     if st["world"] != st["dp"] * st["pp"]:
         raise Bad("%s: start record: world %d is not dp %d x pp %d"
                   % (path, st["world"], st["dp"], st["pp"]))
+    pid = st.get("pid")
+    if pid is not None and (not isinstance(pid, int) or isinstance(pid, bool)
+                            or not 1 <= pid <= MAX_PID):
+        raise Bad("%s: start record: pid is %r; expected a process id"
+                  % (path, pid))
     r = st["rank"]
     if st["pp_rank"] != r // st["dp"] or st["dp_rank"] != r % st["dp"]:
         raise Bad("%s: rank %d has dp_rank %d and pp_rank %d; the order "
@@ -218,6 +245,8 @@ def build_job(logdir, name, nproc):
               "bwd_ms": r3(statistics.median(it["bwd_ms"] / m for it in its)),
               "sd_ms": r3(statistics.stdev(w)) if len(w) > 1 else None,
               "iterations": len(its)}
+        if logs[r][0].get("pid") is not None:
+            mr["pid"] = logs[r][0]["pid"]
         if mr["fwd_ms"] + mr["bwd_ms"] <= 0:
             raise Bad("%s: measured no compute (fwd_ms + bwd_ms is 0)"
                       % files[r])
@@ -225,6 +254,16 @@ def build_job(logdir, name, nproc):
         st = [it["step_ms"] for it in its if "step_ms" in it]
         steps.append(statistics.median(st) if len(st) == len(its) else None)
     iteration = r3(max(steps)) if None not in steps else None
+    # the measured window on the wall clock, when every measured iteration
+    # of every rank logged its start and end
+    its_all = [it for r in range(world) for it in logs[r][1]]
+    window = ""
+    if (all("t" in it and "t_end" in it for it in its_all) and
+            all("first_t" in logs[r][0] for r in range(world))):
+        window = ('"start_unix_s": %s, "end_unix_s": %s, '
+                  % (json.dumps(r3(min(logs[r][0]["first_t"]
+                                       for r in range(world)))),
+                     json.dumps(r3(max(it["t_end"] for it in its_all)))))
 
     if name is None:
         name = ("examples/pipeline: pp=%d dp=%d, layers %s, hidden %s, "
@@ -246,8 +285,8 @@ def build_job(logdir, name, nproc):
         lines.append("    %s%s" % (json.dumps(st),
                                    "," if i < len(stages) - 1 else ""))
     lines += ["  ],",
-              '  "measured": {"iteration_ms": %s, "ranks": ['
-              % json.dumps(iteration)]
+              '  "measured": {"iteration_ms": %s, %s"ranks": ['
+              % (json.dumps(iteration), window)]
     for i, mr in enumerate(mranks):
         lines.append("    %s%s" % (json.dumps(mr),
                                    "," if i < len(mranks) - 1 else ""))

@@ -21,7 +21,8 @@ over its data-parallel group and takes a plain SGD step.
 Each rank writes LOGDIR/rank<R>.jsonl: a "start" record, one "iter" record
 per iteration (forward and backward compute time of this rank, summed over
 the microbatches and measured with CUDA events around the compute only; the
-step wall time around the whole iteration), and an "end" record with
+step wall time around the whole iteration, and its start and end on the
+wall clock, t and t_end in seconds since 1970), and an "end" record with
 medians. With --plan, the rank checks before any NCCL work that it runs on
 the GPU that the thermap plan gives it and that the plan's job matches the
 arguments, and exits with status 3 if not.
@@ -332,7 +333,7 @@ def main():
         "thermap_plan": os.environ.get("THERMAP_PLAN"),
         "nccl_nvls_enable": os.environ.get("NCCL_NVLS_ENABLE"),
         "host": socket.gethostname(), "act_mib": act_mib,
-        "torch": str(torch.__version__),
+        "torch": str(torch.__version__), "pid": os.getpid(),
     })
 
     if a.plan is not None:
@@ -566,15 +567,18 @@ def main():
             t_measure = time.perf_counter()
         torch.cuda.synchronize()
         t0 = time.perf_counter()
+        wall0 = time.time()
         fwd_ev, bwd_ev, losses = train_step()
         torch.cuda.synchronize()
         t1 = time.perf_counter()
+        wall1 = time.time()
         fwd_ms = sum(s.elapsed_time(e) for s, e in fwd_ev)
         bwd_ms = sum(s.elapsed_time(e) for s, e in bwd_ev)
         step_ms = (t1 - t0) * 1000.0
         rec = {"kind": "iter", "iter": it, "fwd_ms": round(fwd_ms, 4),
                "bwd_ms": round(bwd_ms, 4), "step_ms": round(step_ms, 4),
-               "warmup": warm_it}
+               "warmup": warm_it, "t": round(wall0, 3),
+               "t_end": round(wall1, 3)}
         if last:
             last_loss = float(sum(l.item() for l in losses))
             rec["loss"] = last_loss

@@ -268,6 +268,16 @@ typedef struct tm_tele_opts {
 int tm_profile_from_telemetry(const tm_tele_input *in, int n,
                               const tm_tele_opts *o, char **profile,
                               char **summary, tm_error *err);
+/* The same, with the load phases of the phases file phases (NULL: none;
+ * `profile --phases`, docs/profile.md, "Neighbours: --phases"): each GPU
+ * whose neighbours' power the phases move apart from its own gets its
+ * coupling, and its ambient and slope from the joint fit; the summary
+ * says what the phases came to. The phases file is read first; one that
+ * is not a phases file is TM_EINPUT naming its line. */
+int tm_profile_from_telemetry_ex(const tm_tele_input *in, int n,
+                                 const tm_tele_opts *o, const char *phases,
+                                 char **profile, char **summary,
+                                 tm_error *err);
 /* The DCGM series of a Prometheus server, read through its HTTP API
  * (`profile --prometheus`, docs/profile.md, "Prometheus"). */
 typedef struct tm_prom_query {
@@ -389,6 +399,8 @@ typedef struct tm_policy {
 	bool rebalance;      /* choose layers per stage with the placement */
 	int min_layers;      /* fewest layers per stage when rebalancing */
 	int max_moves;       /* at most this many moved ranks; -1 = any */
+	double max_slowdown_pct; /* no placement more than this % slower than
+	                        the reference placement (NAN: any) */
 	double time_limit_s; /* solver wall-clock limit */
 	double mip_gap;      /* accepted relative MIP gap */
 	bool evidence;       /* keep torchrun's placement unless the best
@@ -466,6 +478,19 @@ enum tm_verdict {
 	TM_VERDICT_KEEP         /* nothing resolvable: the reference kept */
 };
 
+/* A criterion on which the best placement was no resolvable gain over
+ * the reference (docs/model.md, section 16): the candidates tied on it,
+ * and the next criterion decided among them. */
+typedef struct tm_tie {
+	int crit;               /* TM_CRIT_TIME, TM_CRIT_PEAK or TM_CRIT_WEAR
+	                           (the placement with the least wear, the
+	                           peak held) */
+	tm_gain gain;           /* of the best placement on it (with the
+	                           earlier ties held) over the reference */
+	tm_eval best;           /* that placement */
+	bool same;              /* it is the reference itself */
+} tm_tie;
+
 typedef struct tm_ruling {
 	int verdict;            /* enum tm_verdict */
 	tm_gain gain;           /* of the written placement over identity */
@@ -474,7 +499,12 @@ typedef struct tm_ruling {
 	bool resolved;          /* the policy's best was re-solved under the
 	                           no-loss constraints */
 	bool ref_breaks;        /* torchrun's placement breaks the policy */
-	char reason[600];       /* one sentence for people */
+	int decided_by;         /* the criterion whose best placement's
+	                           resolved gain moved the plan (TM_CRIT_TIME,
+	                           TM_CRIT_PEAK, TM_CRIT_WEAR); -1: none */
+	int nties;              /* criteria tied before it (all, when kept) */
+	tm_tie ties[3];
+	char reason[900];       /* one sentence for people */
 } tm_ruling;
 
 typedef struct tm_solution {

@@ -3,7 +3,7 @@
  * the error and warning sinks, text for people, reading files within a
  * bound, safe writes, growable strings, the small validators of host
  * names, UUIDs and PCI bus ids, a deterministic JSON writer, SHA-256,
- * and NVIDIA's NVML loaded at run time.
+ * small least-squares fits, and NVIDIA's NVML loaded at run time.
  *
  * Layer: the lowest. Includes nothing of thermap's but the public header;
  * no jansson, no GLPK (tests/layers.sh holds every folder to its layer).
@@ -176,6 +176,26 @@ void tm_sha256_update(tm_sha256 *c, const void *data, size_t n);
 void tm_sha256_final(tm_sha256 *c, unsigned char out[32]);
 /* one-shot: writes 64 lowercase hex digits and a NUL into hex[65] */
 void tm_sha256_hex(const void *data, size_t n, char hex[65]);
+
+
+/* lsq.c: linear least squares for small dense fits (the joint thermal
+ * fit of a host's GPUs, format/coupling.c). tm_lsq_normal forms XᵀX
+ * (p×p) and Xᵀy (p) of n rows of X (n×p) and y, all row-major.
+ * tm_lsq_solve solves XᵀX b = Xᵀy over the columns use marks (NULL:
+ * all), b 0 for the others, and, when inv is not NULL, writes the
+ * inverse of XᵀX over those columns into inv (p×p, 0 elsewhere). It
+ * scales each column to unit length and refuses a design whose Cholesky
+ * pivot falls to TM_LSQ_PIVOT or below (a column the ones before it
+ * explain to 1 part in 10¹⁰ of its squared length). Returns 0; -1 when
+ * singular so, with *bad the column whose pivot failed (bad may be
+ * NULL); -2 for a non-finite input or p outside 1 to TM_LSQ_MAX. b is
+ * NAN throughout on failure. */
+#define TM_LSQ_MAX 1025
+#define TM_LSQ_PIVOT 1e-10
+void tm_lsq_normal(const double *X, const double *y, int n, int p,
+                   double *xtx, double *xty);
+int tm_lsq_solve(const double *xtx, const double *xty, int p,
+                 const bool *use, double *b, double *inv, int *bad);
 
 
 /* nvml.c: NVML (libnvidia-ml.so.1) loaded at run time, for profile --live

@@ -15,6 +15,7 @@
 
 typedef struct profile_args {
 	const char *out, *from, *to, *baseline, *live, *interval, *samples;
+	const char *phases;
 	const char *prom, *last, *step, *job, *hosts, *selector, *timeout;
 	bool summary, quiet;
 	cli_tele tele;  /* the files, each with its --host and --fields */
@@ -44,6 +45,11 @@ static const cli_opt rows[] = {
 	  "a GPU never at full load in the window its load\n"
 	  "level, headroom, clocks, derate and fit; listed per\n"
 	  "GPU in \"from_baseline\" (docs/profile.md)", NULL },
+	{ "--phases", NULL, "PHASES", 0, AT(phases),
+	  "the load phases of the run (lines START END LABEL):\n"
+	  "fit each GPU jointly with the other GPUs of its host\n"
+	  "on the phase means, and write how they heat it\n"
+	  "(\"coupling\"; docs/profile.md, \"Neighbours\")", NULL },
 	{ "--live", NULL, "SECONDS", 0, AT(live),
 	  "sample this machine's GPUs through NVML for SECONDS\n"
 	  "(1 to 86400) instead of reading files; the samples\n"
@@ -93,9 +99,10 @@ const cli_cmd cli_profile = {
 	"profile", "telemetry logs -> per-GPU thermal profile",
 	"thermap profile [--host NAME] [--fields LIST] FILE... [-o FILE]\n"
 	"[--from T] [--to T] [--interval MS] [--baseline PROFILE]\n"
-	"[--json-summary] [--quiet]\n"
+	"[--phases PHASES] [--json-summary] [--quiet]\n"
 	"thermap profile --live SECONDS [--interval MS] [--samples FILE]\n"
-	"[--host NAME] [-o FILE] [--baseline PROFILE] [--quiet]\n"
+	"[--host NAME] [-o FILE] [--baseline PROFILE]\n"
+	"[--phases PHASES] [--quiet]\n"
 	"thermap profile --prometheus URL (--from T --to T | --last DURATION)\n"
 	"[--step DURATION] [--job NAME] [--hosts LIST] [--selector SEL]\n"
 	"[--timeout SECONDS] [--host NAME] [-o FILE] [--baseline PROFILE]\n"
@@ -323,6 +330,14 @@ static int run(int argc, char **argv)
 		               "stdout, so the profile needs -o FILE");
 		goto out;
 	}
+	if (a.phases && a.prom) {
+		/* the phases are fitted on samples read as files; a server's
+		 * series saved as query_range files take them */
+		rc = cli_usage(&cli_profile, "%s", "--phases goes with telemetry "
+		               "files or --live, not --prometheus (save the "
+		               "series as query_range files for it)");
+		goto out;
+	}
 	if ((rc = prom_args(&a, &w, &q, &hosts, &hbuf, &sel)))
 		goto out;
 	if (!a.prom && (rc = live_args(&a, &live_s, &interval_ms, &samples,
@@ -355,8 +370,9 @@ static int run(int argc, char **argv)
 	                                    !a.quiet, &err))) ||
 	    (a.prom && (rc = tm_profile_from_prometheus(&q, &prof, &summ,
 	                                                &err))) ||
-	    (!a.prom && (rc = tm_profile_from_telemetry(a.tele.in, a.tele.n, &w,
-	                                                &prof, &summ, &err))))
+	    (!a.prom && (rc = tm_profile_from_telemetry_ex(a.tele.in, a.tele.n,
+	                                                   &w, a.phases, &prof,
+	                                                   &summ, &err))))
 		goto fail;
 	if (base) {
 		char *filled = tm_profile_fill(prof, base, false, &nfilled);

@@ -3,7 +3,8 @@
  * the JSON edge (jsonin.c: validated fields, JSON paths in messages),
  * the cluster, profile, job, policy and plan.json loaders (planread.c,
  * and plancheck.c apart for check), the profile writer and a profile
- * filled from a baseline, and Megatron's layout strings (layout.c).
+ * filled from a baseline, the fit of a profile entry's coupling
+ * (coupling.c), and Megatron's layout strings (layout.c).
  *
  * Layer: above base. Only this folder (and the query_range reader of
  * telemetry/) includes <jansson.h>; this header names jansson's json_t
@@ -70,6 +71,9 @@ double *tm_gpu_profile_num(tm_gpu_profile *g, int field);
 void tm_gpu_profile_mark(tm_gpu_profile *g, bool calibrated, int field,
                          const char *how);
 void tm_gpu_profile_took(tm_gpu_profile *g, const char *name);
+/* "coupling" (docs/formats.md): at most this many sources and points. */
+#define TM_COUPLING_MAX_FROM 1024
+#define TM_COUPLING_MAX_POINTS 256
 /* A coupling's deep copy (NULL for NULL), and its release. */
 tm_coupling *tm_coupling_dup(const tm_coupling *c);
 void tm_coupling_free(tm_coupling *c);
@@ -87,6 +91,47 @@ int tm_profile_fill_from(tm_profile *p, const tm_profile *base,
                          bool idle_only);
 char *tm_profile_fill(const char *text, const char *base_text, bool idle_only,
                       int *nfilled);
+
+
+/* coupling.c: the joint steady-state fit of one GPU and the other GPUs of
+ * its host (docs/profile.md, "Neighbours: --phases"), on the steady states
+ * of a coupling (its points):
+ *
+ *     T = a + r·P + Σ_k c_k·(P_k − idle[k]),   every c_k ≥ 0,
+ *
+ * idle[k] being source k's power_idle_w (nfrom numbers). Least squares;
+ * a negative c_k is held at 0 (the most negative first, then a refit,
+ * until none is negative). Identified only with at least one point more
+ * than unknowns (2 + nfrom), a design whose columns are not dependent
+ * (tm_lsq_solve's pivot test), every source's standard uncertainty at
+ * most TM_COUPLING_SD_MAX, and 0 < r ≤ 10 °C/W, −50 ≤ a ≤ 200 °C, every
+ * c_k ≤ 1 °C/W. The residual SD s is √(RSS / (points − free
+ * coefficients)), at least TM_FIT_SD_FLOOR_C; each c_k's uncertainty is
+ * s·√((XᵀX)⁻¹)_kk of the unconstrained design, also where c_k is held at
+ * 0. Fills c->from[k].c_per_w and sd_c_per_w (rounded to the 5 decimals
+ * the profile writer writes; 0 and NAN when not identified) and *fit
+ * (ambient, slope and s unrounded; why and kind when not identified).
+ * Returns fit->ok. */
+enum tm_fit_kind {
+	TM_FIT_OK,           /* identified */
+	TM_FIT_FEW,          /* too few steady states, or no neighbour */
+	TM_FIT_NOT_FINITE,   /* a number is missing or not finite */
+	TM_FIT_SINGULAR,     /* a column moves with the others: XᵀX singular */
+	TM_FIT_UNCERTAIN,    /* a neighbour's c_k uncertain beyond the bound */
+	TM_FIT_NOT_PHYSICAL, /* a, r or a c_k outside what a GPU can be */
+	TM_FIT_NKINDS
+};
+#define TM_FIT_SD_FLOOR_C 0.2     /* °C: least residual SD a fit claims */
+#define TM_COUPLING_SD_MAX 0.005  /* °C/W: most uncertainty of a c_k */
+typedef struct tm_thermal_fit {
+	double ambient_c;    /* a, °C */
+	double r_c_per_w;    /* the GPU's own slope r, °C per W */
+	double sd_c;         /* residual standard deviation s, °C */
+	bool ok;             /* identified */
+	int kind;            /* enum tm_fit_kind */
+	char why[200];       /* when not identified: why, one line */
+} tm_thermal_fit;
+bool tm_coupling_fit(tm_coupling *c, const double *idle, tm_thermal_fit *fit);
 
 
 /* planread.c: a plan directory's plan.json, read for diff and replan.

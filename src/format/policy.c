@@ -122,7 +122,8 @@ static int load_decision(const jin *J, json_t *o, tm_policy *p)
 static int load_constraints(const jin *J, json_t *o, tm_policy *p)
 {
 	static const char *const known[] = { "tp_nvlink", "pp_nvlink",
-		"max_temp_c", "rebalance_layers", "min_layers", "max_moves", NULL };
+		"max_temp_c", "rebalance_layers", "min_layers", "max_moves",
+		"max_slowdown_pct", NULL };
 	const char *P = "constraints";
 	json_t *mm;
 	int rc;
@@ -133,7 +134,9 @@ static int load_constraints(const jin *J, json_t *o, tm_policy *p)
 	    (rc = jin_num(J, o, P, "max_temp_c", JF_NULL, -50, 200,
 	                  &p->max_temp_c)) ||
 	    (rc = jin_bool(J, o, P, "rebalance_layers", 0, &p->rebalance)) ||
-	    (rc = jin_int(J, o, P, "min_layers", 0, 0, 100000, &p->min_layers)))
+	    (rc = jin_int(J, o, P, "min_layers", 0, 0, 100000, &p->min_layers)) ||
+	    (rc = jin_num(J, o, P, "max_slowdown_pct", JF_NULL, 0, 1000,
+	                  &p->max_slowdown_pct)))
 		return rc;
 	mm = json_object_get(o, "max_moves");
 	if (mm && !json_is_null(mm) &&
@@ -206,6 +209,7 @@ static tm_policy *policy_new(const char *file)
 	p->max_temp_c = NAN;
 	p->min_layers = 1;
 	p->max_moves = -1;
+	p->max_slowdown_pct = NAN;
 	p->time_limit_s = 10;
 	p->evidence = true;
 	p->min_gain.time_pct = p->min_gain.peak_c = 0;

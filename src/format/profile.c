@@ -386,10 +386,6 @@ static int load_marks(const jin *J, json_t *o, const char *path,
 	return 0;
 }
 
-/* "coupling" (docs/formats.md): at most this many sources and points. */
-#define COUPLING_MAX_FROM 1024
-#define COUPLING_MAX_POINTS 256
-
 static int load_coupling(const jin *J, json_t *o, const char *path,
                          bool quiet, tm_gpu_profile *g)
 {
@@ -418,9 +414,9 @@ static int load_coupling(const jin *J, json_t *o, const char *path,
 	if ((rc = jin_arr(J, c, p2, "from", JF_REQ, &from)))
 		return rc;
 	if (json_array_size(from) < 1 ||
-	    json_array_size(from) > COUPLING_MAX_FROM)
+	    json_array_size(from) > TM_COUPLING_MAX_FROM)
 		return jin_fail(J, p2, "from", "expected 1 to %d sources",
-		                COUPLING_MAX_FROM);
+		                TM_COUPLING_MAX_FROM);
 	cp->nfrom = (int)json_array_size(from);
 	cp->from = xcalloc((size_t)cp->nfrom, sizeof *cp->from);
 	json_array_foreach(from, i, v) {
@@ -454,9 +450,9 @@ static int load_coupling(const jin *J, json_t *o, const char *path,
 	}
 	if ((rc = jin_arr(J, c, p2, "points", JF_REQ, &pts)))
 		return rc;
-	if (json_array_size(pts) > COUPLING_MAX_POINTS)
+	if (json_array_size(pts) > TM_COUPLING_MAX_POINTS)
 		return jin_fail(J, p2, "points", "expected at most %d points",
-		                COUPLING_MAX_POINTS);
+		                TM_COUPLING_MAX_POINTS);
 	np = 2 + cp->nfrom;
 	cp->npoints = (int)json_array_size(pts);
 	cp->points = xcalloc((size_t)np * (size_t)(cp->npoints ? cp->npoints : 1),
@@ -800,6 +796,12 @@ int tm_profile_fill_from(tm_profile *p, const tm_profile *base, bool idle_only)
 				take(g, b, TM_PF_AMBIENT_C, &t);
 				take(g, b, TM_PF_R_C_PER_W, &t);
 				take(g, b, TM_PF_TEMP_FIT_SD_C, &t);
+				/* a coupling is part of the fit it was fitted with:
+				 * the earlier one's, or none */
+				tm_coupling_free(g->coupling);
+				g->coupling = tm_coupling_dup(b->coupling);
+				if (g->coupling)
+					t.name[t.n++] = "coupling";
 			}
 			nfilled += t.n;
 			if (t.n && !idle_only) {

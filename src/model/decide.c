@@ -45,6 +45,7 @@ double tm_rank_temp_sd_in(const tm_problem *pb, const int *flat, int r,
 typedef struct hot {
 	double t;    /* predicted temperature */
 	int g;       /* GPU */
+	int r;       /* its rank */
 	double busy; /* its rank's busy fraction */
 } hot;
 
@@ -63,25 +64,171 @@ static hot *sorted_temps(const tm_problem *pb, const int *flat, double t)
 	for (int r = 0; r < pb->nranks; r++) {
 		h[r].t = tm_rank_temp_in(pb, flat, r, t);
 		h[r].g = flat[r];
+		h[r].r = r;
 		h[r].busy = tm_rank_busy(pb, r, flat[r], t);
 	}
 	qsort(h, (size_t)pb->nranks, sizeof(hot), cmp_hot);
 	return h;
 }
 
-/* The uncertainty of the difference of two predictions: the same GPU at
- * the same work errs the same way in both; at other work, its waiting
- * share and the unmodelled environment differ; two GPUs err apart. */
-static double diff_sd(const tm_problem *pb, const hot *a, const hot *b)
+/* One placement at its iteration time, for comparisons. */
+typedef struct side {
+	const int *flat;
+	double t;
+} side;
+
+/* Does any other GPU of g's host draw another power in B than in A?
+ * (a, b: the ranks on g in each.) */
+static bool host_changed(const tm_problem *pb, const side *A, int a,
+                         const side *B, int b, int g)
+{
+	int h0 = pb->host_first[pb->gpu_host[g]];
+	int n = pb->c->nodes[pb->gpu_host[g]].ngpus;
+	for (int h = h0; h < h0 + n; h++) {
+		double x, y;
+		if (h == g)
+			continue;
+		x = tm_host_power_in(pb, A->flat, a, h, A->t);
+		y = tm_host_power_in(pb, B->flat, b, h, B->t);
+		if (isfinite(x) != isfinite(y) || fabs(x - y) > 1)
+			return true;
+	}
+	return false;
+}
+
+/* The uncertainty of the difference of two predictions. Of one GPU: at
+ * the same work and with its neighbours at the same powers it errs the
+ * same way in both; at other work its waiting share and what the model
+ * does not see differ; with its neighbours at other powers, their
+ * coupling's uncertainty enters — and, where the profile gives the GPU no
+ * coupling, what the model does not see, for the neighbours' heat is in
+ * it. Two GPUs err apart. */
+static double diff_sd(const tm_problem *pb, const side *A, const hot *a,
+                      const side *B, const hot *b)
 {
 	double sd;
-	if (a->g == b->g)
-		sd = hypot(fabs(a->busy - b->busy) * pb->t_wait_sd[a->g],
-		           fabs(a->busy - b->busy) < 1e-12 ? 0 : TEMP_ENV_SD_C);
-	else
-		sd = hypot(tm_temp_sd(pb, a->g, a->busy),
-		           tm_temp_sd(pb, b->g, b->busy));
+	if (a->g == b->g) {
+		int g = a->g;
+		double db = fabs(a->busy - b->busy), v = 0, env = 0;
+		bool coupled = pb->coupled && pb->cp_first[g] < pb->cp_first[g + 1];
+		for (int k = coupled ? pb->cp_first[g] : 0;
+		     coupled && k < pb->cp_first[g + 1]; k++) {
+			int h = pb->cp_src[k];
+			double d = tm_host_power_in(pb, A->flat, a->r, h, A->t) -
+			           tm_host_power_in(pb, B->flat, b->r, h, B->t);
+			if (isfinite(d))
+				v += pb->cp_sd[k] * d * (pb->cp_sd[k] * d);
+		}
+		if (db > 1e-12 ||
+		    (!coupled && host_changed(pb, A, a->r, B, b->r, g)))
+			env = TEMP_ENV_SD_C;
+		sd = sqrt(db * pb->t_wait_sd[g] * (db * pb->t_wait_sd[g]) + v +
+		          env * env);
+	} else {
+		sd = hypot(tm_rank_temp_sd_in(pb, A->flat, a->r, A->t),
+		           tm_rank_temp_sd_in(pb, B->flat, b->r, B->t));
+	}
 	return fmax(TEMP_FLOOR_C, sd);
+}
+
+/* Replica times of one placement, with its largest two, for asking
+ * cheaply what one GPU's slower derate does to the iteration time. */
+typedef struct reps {
+	double *ms;        /* replica → its time */
+	int top;           /* the slowest replica */
+	double second;     /* the slowest time of the others */
+	double ar;         /* the all-reduce (derates do not enter it) */
+} reps;
+
+static void reps_of(const tm_problem *pb, const int *flat, reps *R)
+{
+	R->ms = xmalloc(sizeof(double) * (size_t)pb->nrep);
+	R->top = 0;
+	R->second = -INFINITY;
+	for (int d = 0; d < pb->nrep; d++) {
+		R->ms[d] = tm_rep_ms(pb, flat, d);
+		if (R->ms[d] > R->ms[R->top] || d == 0) {
+			if (d)
+				R->second = R->ms[R->top];
+			R->top = d;
+		} else if (R->ms[d] > R->second) {
+			R->second = R->ms[d];
+		}
+	}
+	R->ar = tm_allreduce_ms(pb, flat);
+}
+
+/* The iteration time of flat when q (pb with one derate changed) times
+ * the replicas that rank r's instance ties together: only theirs change. */
+static double time_with(const tm_problem *q, const int *flat, const reps *R,
+                        int r)
+{
+	const int *tied;
+	int n = tm_tied_reps(q, q->rank_rep[r], q->rank_stage[r], &tied);
+	double t = -INFINITY;
+	if (n == 1) {
+		t = tied[0] == R->top ? R->second : R->ms[R->top];
+		return fmax(t, tm_rep_ms(q, flat, tied[0])) + R->ar;
+	}
+	for (int d = 0; d < q->nrep; d++) {
+		bool in = false;
+		for (int e = 0; e < n && !in; e++)
+			in = tied[e] == d;
+		t = fmax(t, in ? tm_rep_ms(q, flat, d) : R->ms[d]);
+	}
+	return t + R->ar;
+}
+
+/* The uncertainty of the time gain of cand over ref: each GPU's derate
+ * uncertainty carried through both placements' iteration times (the
+ * gain's change when that derate rises by its uncertainty). An iteration
+ * runs at its slowest GPU, so of the GPUs that would make the reference
+ * slower the largest change counts, of those that would make the
+ * candidate slower too, and the two with the run-to-run floor: ten GPUs
+ * tied at the slowest are not ten times as uncertain as one. One rule for
+ * a GPU's derate and for the plan-level gain it makes: a derate that
+ * alone sets the gain makes it resolvable when the derate is. */
+static double time_sd(const tm_problem *pb, const int *ref, const int *cand,
+                      double ta, double tb)
+{
+	tm_problem q = *pb;   /* the same problem, its derates a copy */
+	double *der = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	double up = 0, down = 0;
+	double g0 = (ta - tb) / ta * 100;
+	int *ra = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	int *rb = xmalloc(sizeof(int) * (size_t)pb->ngpu);
+	reps A, B;
+
+	memcpy(der, pb->derate, sizeof(double) * (size_t)pb->ngpu);
+	q.derate = der;
+	for (int g = 0; g < pb->ngpu; g++)
+		ra[g] = rb[g] = -1;
+	for (int r = 0; r < pb->nranks; r++) {
+		ra[ref[r]] = r;
+		rb[cand[r]] = r;
+	}
+	reps_of(pb, ref, &A);
+	reps_of(pb, cand, &B);
+	for (int g = 0; g < pb->ngpu; g++) {
+		double xa = ta, xb = tb, d;
+		if ((ra[g] < 0 && rb[g] < 0) || !(pb->derate_sd[g] > 0))
+			continue;
+		der[g] += pb->derate_sd[g];
+		if (ra[g] >= 0)
+			xa = time_with(&q, ref, &A, ra[g]);
+		if (rb[g] >= 0)
+			xb = time_with(&q, cand, &B, rb[g]);
+		der[g] = pb->derate[g];
+		d = (xa - xb) / xa * 100 - g0;
+		up = fmax(up, d);
+		down = fmax(down, -d);
+	}
+	free(A.ms);
+	free(B.ms);
+	free(ra);
+	free(rb);
+	free(der);
+	return sqrt(TIME_FLOOR_PCT * TIME_FLOOR_PCT + up * up + down * down);
 }
 
 void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
@@ -90,27 +237,17 @@ void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
 	tm_eval a, b;
 	double ta = tm_eval_flat(pb, ref, 0, &a);
 	double tb = tm_eval_flat(pb, cand, 0, &b);
+	side A = { ref, ta }, B = { cand, tb };
 	hot *ha = sorted_temps(pb, ref, ta), *hb = sorted_temps(pb, cand, tb);
-	int *ga = xmalloc(sizeof(int) * (size_t)pb->ngpu);
-	double dsd = 0;
 
 	memset(gn, 0, sizeof *gn);
 	gn->time_pct = (ta - tb) / ta * 100;
-	/* a GPU whose work changed: its speed enters the difference */
-	for (int g = 0; g < pb->ngpu; g++)
-		ga[g] = -1;
-	for (int r = 0; r < pb->nranks; r++)
-		ga[ref[r]] = pb->rank_stage[r];
-	for (int r = 0; r < pb->nranks; r++)
-		if (ga[cand[r]] != pb->rank_stage[r])
-			dsd = fmax(dsd, fmax(pb->derate_sd[cand[r]] /
-			           pb->derate[cand[r]], pb->derate_sd[ref[r]] /
-			           pb->derate[ref[r]]));
-	gn->time_sd = fmax(TIME_FLOOR_PCT, 100 * sqrt(2.0) * dsd);
+	gn->time_sd = time_sd(pb, ref, cand, ta, tb);
 	gn->peak_c = ha[0].t - hb[0].t;
-	gn->peak_sd = diff_sd(pb, &ha[0], &hb[0]);
+	gn->peak_sd = diff_sd(pb, &A, &ha[0], &B, &hb[0]);
 	for (int k = 0; k < pb->nranks; k++) {
-		double d = ha[k].t - hb[k].t, sd = diff_sd(pb, &ha[k], &hb[k]);
+		double d = ha[k].t - hb[k].t;
+		double sd = diff_sd(pb, &A, &ha[k], &B, &hb[k]);
 		if (fabs(d) > sd) {
 			gn->hot_rank = k + 1;
 			gn->hot_c = d;
@@ -120,7 +257,6 @@ void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,
 	}
 	free(ha);
 	free(hb);
-	free(ga);
 }
 
 /* Losses the evidence resolves, and gains it resolves beyond the least

@@ -241,6 +241,12 @@ static double power_at(const tm_problem *pb, const int *flat, int n, int h,
 	return pb->p_unused[h];
 }
 
+double tm_host_power_in(const tm_problem *pb, const int *flat, int r, int h,
+                        double t)
+{
+	return power_at(pb, flat, r / pb->nproc, h, t);
+}
+
 double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
                        double t, double *sd)
 {

@@ -139,6 +139,10 @@ void tm_problem_set_reference(tm_problem *pb, const int *ref,
                               double move_cost_ms, const int *hint);
 void tm_problem_note(tm_problem *pb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same problem under another policy (pol, borrowed), sharing every
+ * array of pb: for solving it again with other criteria or caps (and
+ * time_cap_ms set on it). Released with free() alone, before pb. */
+tm_problem *tm_problem_view(const tm_problem *pb, const tm_policy *pol);
 /* The same problem under another policy (borrowed by the new problem),
  * with the same reference and move prices. */
 int tm_problem_clone(const tm_problem *pb, const tm_policy *pol,
@@ -166,6 +170,10 @@ double tm_rank_temp_in(const tm_problem *pb, const int *flat, int r,
                        double t);
 double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
                        double t, double *sd);
+/* The power GPU h of rank r's host draws in placement flat at iteration
+ * time t: its rank's, or its unused power. */
+double tm_host_power_in(const tm_problem *pb, const int *flat, int r, int h,
+                        double t);
 double tm_hop_ms(const tm_problem *pb, double act_mib, int g, int h);
 double tm_eval_flat(const tm_problem *pb, const int *flat, double t_ref,
                     tm_eval *ev);

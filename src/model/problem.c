@@ -599,6 +599,28 @@ static int coupling_source(const tm_problem *pb, int g,
 	return -1;
 }
 
+/* A GPU that runs work that is not the job's changes every claim about
+ * it: the plan says so, naming the first and how much it draws. */
+static void background_note(tm_problem *pb)
+{
+	int n = 0, first = -1;
+	for (int g = 0; g < pb->ngpu; g++)
+		if (isfinite(pb->p_bg[g]) && pb->p_bg[g] > 0) {
+			if (first < 0)
+				first = g;
+			n++;
+		}
+	if (n) {
+		const tm_node *nd = &pb->c->nodes[pb->gpu_host[first]];
+		tm_problem_note(pb, "%d GPU(s) run work that is not the job's "
+		                "(host %s GPU %d draws %.0f ± %.0f W of it): their "
+		                "predictions include that power, whatever the plan "
+		                "puts there", n, nd->host,
+		                nd->gpus[pb->gpu_pos[first]].index, pb->p_bg[first],
+		                pb->p_bg_sd[first]);
+	}
+}
+
 static void coupling(tm_problem *pb, const tm_profile *p)
 {
 	int n = 0, lost = 0, cap = 0;
@@ -632,6 +654,15 @@ static void coupling(tm_problem *pb, const tm_profile *p)
 	}
 	pb->cp_first[pb->ngpu] = n;
 	pb->coupled = n > 0;
+	background_note(pb);
+	if (pb->coupled) {
+		int ng = 0;
+		for (int g = 0; g < pb->ngpu; g++)
+			ng += pb->cp_first[g] < pb->cp_first[g + 1];
+		tm_problem_note(pb, "%d GPU(s) take the heat of their host's other "
+		                "GPUs from the profile's coupling: their predictions "
+		                "depend on what their neighbours run", ng);
+	}
 	if (!pb->coupled) {
 		free(pb->cp_first);
 		pb->cp_first = NULL;
@@ -953,6 +984,46 @@ static bool names_crit(const tm_policy *pol, int crit)
 	return false;
 }
 
+/* max_slowdown_pct: no placement slower than the reference's time by
+ * more than that (none while a reference GPU is gone). */
+static void slowdown_cap(tm_problem *pb)
+{
+	tm_eval ev;
+	pb->time_cap_ms = INFINITY;
+	if (!isfinite(pb->pol->max_slowdown_pct))
+		return;
+	for (int r = 0; r < pb->nranks; r++)
+		if (pb->ref_gpu[r] < 0)
+			return;
+	pb->time_cap_ms = tm_eval_flat(pb, pb->ref_gpu, 0, &ev) *
+	                  (1 + pb->pol->max_slowdown_pct / 100);
+}
+
+/* The policy's criteria, wear after the peak and moves last where it
+ * does not name them (docs/model.md, section 7). */
+static void criteria(tm_problem *pb, const tm_policy *pol)
+{
+	pb->ncrit = 0;
+	for (int k = 0; k < pol->ncrit; k++) {
+		pb->crit[pb->ncrit++] = pol->crit[k];
+		/* the peak alone ties whenever one GPU sets it whatever it
+		 * runs: wear looks past it, unless the policy places it */
+		if (pol->crit[k] == TM_CRIT_PEAK && !names_crit(pol, TM_CRIT_WEAR))
+			pb->crit[pb->ncrit++] = TM_CRIT_WEAR;
+	}
+	if (!names_crit(pol, TM_CRIT_MOVES))
+		pb->crit[pb->ncrit++] = TM_CRIT_MOVES;
+}
+
+tm_problem *tm_problem_view(const tm_problem *pb, const tm_policy *pol)
+{
+	tm_problem *v = xmalloc(sizeof *v);
+	*v = *pb;
+	v->pol = pol;
+	criteria(v, pol);
+	return v;
+}
+
 int tm_problem_new(const tm_cluster *c, const tm_profile *p, const tm_job *j,
                    const tm_policy *pol, bool allow_unprofiled,
                    tm_problem **out, tm_error *err)
@@ -1047,16 +1118,8 @@ int tm_problem_open(const tm_cluster *c, const tm_profile *p, const tm_job *j,
 	}
 	pb->ref_gpu = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	tm_identity(pb, pb->ref_gpu);
-	pb->ncrit = 0;
-	for (k = 0; k < pol->ncrit; k++) {
-		pb->crit[pb->ncrit++] = pol->crit[k];
-		/* the peak alone ties whenever one GPU sets it whatever it
-		 * runs: wear looks past it, unless the policy places it */
-		if (pol->crit[k] == TM_CRIT_PEAK && !names_crit(pol, TM_CRIT_WEAR))
-			pb->crit[pb->ncrit++] = TM_CRIT_WEAR;
-	}
-	if (!names_crit(pol, TM_CRIT_MOVES))
-		pb->crit[pb->ncrit++] = TM_CRIT_MOVES;
+	criteria(pb, pol);
+	slowdown_cap(pb);
 	*out = pb;
 	return 0;
 fail:
@@ -1074,6 +1137,7 @@ void tm_problem_set_reference(tm_problem *pb, const int *ref,
 	for (int r = 0; r < pb->nranks; r++)
 		pb->ref_lost += ref[r] < 0;
 	pb->move_cost_ms = move_cost_ms;
+	slowdown_cap(pb);
 	free(pb->hint);
 	pb->hint = NULL;
 	if (hint) {

@@ -208,6 +208,34 @@ static double slowdown_c(const tm_problem *pb, int g)
 	       tm_gpu_temp(pb, g, 1) + pb->headroom[g];
 }
 
+/* The heat GPU g gets from its host's other GPUs (docs/model.md, 5)
+ * when each GPU h draws gp[h] W. */
+static double sim_heat(const tm_problem *pb, int g, const double *gp)
+{
+	double x = 0;
+	for (int k = pb->cp_first[g]; k < pb->cp_first[g + 1]; k++) {
+		double dp = gp[pb->cp_src[k]] - pb->p_idle[pb->cp_src[k]];
+		if (isfinite(dp))
+			x += pb->cp_c[k] * dp;
+	}
+	return x;
+}
+
+/* Every GPU's power (the unused ones' too) at the ranks' utilisation u:
+ * NULL without coupling, which alone needs them. */
+static double *sim_powers(const tm_problem *pb, const int *flat,
+                          const double *u)
+{
+	double *gp;
+	if (!pb->coupled)
+		return NULL;
+	gp = xmalloc(sizeof(double) * (size_t)pb->ngpu);
+	memcpy(gp, pb->p_unused, sizeof(double) * (size_t)pb->ngpu);
+	for (int r = 0; r < pb->nranks; r++)
+		gp[flat[r]] = tm_gpu_power(pb, flat[r], u[r]);
+	return gp;
+}
+
 int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
                 tm_sim *out)
 {
@@ -215,6 +243,7 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 	double *clk = xmalloc(sizeof(double) * (size_t)R);
 	double *a = xmalloc(sizeof(double) * (size_t)R);  /* compute at full
 	                                                     clock, ms */
+	double *gp = NULL;   /* with coupling: every GPU's power, W */
 
 	memset(out, 0, sizeof *out);
 	out->clock = xmalloc(sizeof(double) * (size_t)R);
@@ -250,10 +279,16 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 		/* the clock at which each GPU settles at its slowdown point:
 		 * with a the compute at full clock, the temperature at clock
 		 * φ is θ0 + (a / T) · θ1 · φ² (dynamic power goes with the
-		 * cube of the clock, the time of the work with its inverse) */
+		 * cube of the clock, the time of the work with its inverse);
+		 * the neighbours' heat at this round's powers raises θ0 */
+		for (int r = 0; r < R; r++)
+			out->busy[r] = a[r] / out->iteration_ms * clk[r] * clk[r];
+		gp = sim_powers(pb, flat, out->busy);
 		for (int r = 0; r < R; r++) {
 			int g = flat[r];
 			double room = slowdown_c(pb, g) - pb->t_wait[g], phi = 1;
+			if (gp)
+				room -= sim_heat(pb, g, gp);
 			double heat = a[r] / out->iteration_ms * pb->t_slope[g];
 			if (heat > room)
 				phi = room > 0 ? sqrt(room / heat) : 0.05;
@@ -264,6 +299,8 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 			change = fmax(change, fabs(phi - clk[r]));
 			clk[r] = phi;
 		}
+		free(gp);
+		gp = NULL;
 		if (change < SETTLED)
 			break;
 		if (out->rounds >= MAX_ROUNDS) {
@@ -272,18 +309,23 @@ int tm_simulate(const tm_problem *pb, const int *flat, bool feedback,
 		}
 	}
 	out->peak_temp_c = -INFINITY;
+	for (int r = 0; r < R; r++)
+		out->busy[r] = a[r] / out->iteration_ms * clk[r] * clk[r];
+	gp = sim_powers(pb, flat, out->busy);
 	for (int r = 0; r < R; r++) {
 		int g = flat[r];
 		double u = a[r] / out->iteration_ms * clk[r] * clk[r];
 		out->clock[r] = clk[r];
 		out->busy[r] = fmin(1, a[r] / (clk[r] * out->iteration_ms));
 		out->power_w[r] = tm_gpu_power(pb, g, u);
-		out->temp_c[r] = tm_gpu_temp(pb, g, u);
+		out->temp_c[r] = tm_gpu_temp(pb, g, u) +
+		                 (gp ? sim_heat(pb, g, gp) : 0);
 		out->throttle_ms[r] = clk[r] < 1 - 1e-12 ? a[r] / clk[r] : 0;
 		out->throttle_total_ms += out->throttle_ms[r];
 		out->energy_j += out->power_w[r] * out->iteration_ms / 1000;
 		out->peak_temp_c = fmax(out->peak_temp_c, out->temp_c[r]);
 	}
+	free(gp);
 	free(clk);
 	free(a);
 	return 0;

@@ -111,6 +111,23 @@ static void write_decision(jw *w, const tm_problem *pb,
 	}
 	jw_str(w, "reason", R->reason);
 	jw_bool(w, "reference_breaks_policy", R->ref_breaks);
+	if (R->decided_by < 0)
+		jw_null(w, "decided_by");
+	else
+		jw_str(w, "decided_by", tm_crit_name(R->decided_by));
+	jw_arr(w, "ties", false);
+	for (int k = 0; k < R->nties; k++) {
+		const tm_tie *t = &R->ties[k];
+		jw_obj(w, NULL, false);
+		jw_str(w, "criterion", tm_crit_name(t->crit));
+		jw_bool(w, "best_is_reference", t->same);
+		jw_num(w, "best_iteration_ms", t->best.iteration_ms, 4);
+		jw_num(w, "best_peak_temp_c", t->best.peak_temp_c, 2);
+		jw_int(w, "best_moved_ranks", t->best.moves);
+		write_gain(w, "best_gain", &t->gain);
+		jw_end_obj(w);
+	}
+	jw_end_arr(w);
 	write_gain(w, "gain", &R->gain);
 	if (R->verdict == TM_VERDICT_KEEP || R->resolved) {
 		jw_obj(w, "policy_best", true);

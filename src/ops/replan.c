@@ -476,6 +476,10 @@ typedef struct candidates {
 	bool same;           /* best is from itself */
 	bool ranked_below;   /* the policy's order puts best below from */
 	tm_gain g;           /* best over from, with the model's uncertainty */
+	bool tied;           /* best is the coolest placement that holds
+	                        from's time: the policy's fastest tied on
+	                        time (docs/model.md, section 16) */
+	tm_gain tie_g;       /* then: what the fastest offered */
 } candidates;
 
 /* Why the policy's best is not written, when it is not. */
@@ -529,13 +533,61 @@ static decision replan_decide(const candidates *C, const tm_min_gain *mg,
 	past = (D.gain_net > mg->time_pct && D.gain_net > C->g.time_sd) ||
 	       (D.gain_p > mg->peak_c && D.gain_p > C->g.peak_sd);
 	trade = tm_gain_lost(&C->g) && !tm_gain_worth(&C->g, rate);
-	if (past && !trade && !C->ranked_below) {
+	/* a tie's candidate holds from's time by construction: the order,
+	 * which ranks time first, does not get to refuse it for that */
+	if (past && !trade && (!C->ranked_below || C->tied) &&
+	    !(C->tied && D.gain_net < -C->g.time_sd)) {
 		D.decision = TM_MOVE;
 		D.why = STAY_NONE;
 	} else {
 		D.why = !past ? STAY_SHORT : trade ? STAY_TRADE : STAY_ORDER;
 	}
 	return D;
+}
+
+/* The coolest placement within the run-to-run floor of from's time
+ * (docs/model.md, section 16): when it wins what replan asks for, it
+ * replaces the fastest in C, best and D. 0, or an error of the solver. */
+static int tie_candidate(const tm_problem *pb, const int *from,
+                         candidates *C, const tm_min_gain *mg, int *best,
+                         decision *D)
+{
+	int *cand = xmalloc(sizeof(int) * (size_t)pb->nranks), rc;
+	bool names_peak = false;
+	candidates C2 = *C;
+	decision D2;
+
+	for (int k = 0; k < pb->ncrit; k++)
+		names_peak = names_peak || pb->crit[k] == TM_CRIT_PEAK;
+	if (!names_peak) {
+		free(cand);
+		return 0;
+	}
+	/* held at the fastest's time, as a plan made now would hold it: a
+	 * replan that held the previous plan's could give up the floor's
+	 * time again at every checkpoint */
+	rc = tm_solve_held(pb, fmin(C->from.iteration_ms,
+	                            C->best.iteration_ms) * (1 + 0.5 / 100),
+	                   INFINITY, C->from.iteration_ms <= C->best.iteration_ms ?
+	                   from : best, cand);
+	if (rc) {
+		free(cand);
+		return rc;
+	}
+	tm_eval_flat(pb, cand, 0, &C2.best);
+	tm_gain_of(pb, from, cand, &C2.g);
+	C2.same = !memcmp(cand, from, sizeof(int) * (size_t)pb->nranks);
+	C2.ranked_below = tm_eval_better(pb, &C2.from, &C2.best);
+	C2.tied = true;
+	C2.tie_g = C->g;
+	D2 = replan_decide(&C2, mg, pb->pol->exchange_c_per_pct);
+	if (D2.decision == TM_MOVE) {
+		*C = C2;
+		*D = D2;
+		memcpy(best, cand, sizeof(int) * (size_t)pb->nranks);
+	}
+	free(cand);
+	return 0;
 }
 
 /* ---- the reason ------------------------------------------------------------ */
@@ -568,6 +620,19 @@ static void reason_text(const decision *D, const candidates *C,
 	const char *over = C->keep_ok ? "keeping the previous plan" :
 	                   "its least change";
 
+	if (D->decision == TM_MOVE && C->tied) {
+		sb_addf(b, "time ties (the fastest placement: %.2f ± %.2f %% "
+		        "faster), so the temperatures decide: the coolest that "
+		        "holds the time gains %.2f %% iteration time (%.2f ± %.2f "
+		        "%% net of move costs) and %.1f ± %.1f °C peak over %s, "
+		        "moving %d rank(s); the minimum is ", nz(C->tie_g.time_pct),
+		        C->tie_g.time_sd, nz(D->gain_t), nz(D->gain_net),
+		        C->g.time_sd, nz(D->gain_p), C->g.peak_sd, over,
+		        C->best.moves);
+		fmt_need(mg, b);
+		sb_add(b, ", beyond the model's uncertainty");
+		return;
+	}
 	if (D->decision == TM_MOVE) {
 		sb_addf(b, "the best placement gains %.2f %% iteration time "
 		        "(%.2f ± %.2f %% net of move costs) and %.1f ± %.1f °C "
@@ -947,8 +1012,20 @@ int tm_replan(const tm_cluster *c, const tm_profile *p, const tm_job *j0,
 	R.C.same = !memcmp(best, least, sizeof(int) * (size_t)pb->nranks);
 	R.C.ranked_below = tm_eval_better(pb, &R.C.from, &R.C.best);
 
-	/* decide, then say why */
+	/* decide; where the fastest gains nothing beyond its uncertainty on
+	 * time, time ties and the coolest placement that holds the previous
+	 * plan's time is weighed instead (the evidence rule's walk) */
 	R.D = replan_decide(&R.C, mg, pb->pol->exchange_c_per_pct);
+	if (R.D.decision != TM_MOVE && R.C.keep_ok &&
+	    !(R.C.g.time_pct > R.C.g.time_sd) &&
+	    (rc = tie_candidate(pb, least, &R.C, mg, best, &R.D)))
+		goto out;
+	if (R.C.tied) {
+		/* the written placement is the tie's, not the solver's */
+		tm_flat_to_placement(pb, best, sol.pl);
+		tm_eval_flat(pb, best, sol.t_ref_ms, &sol.ev);
+		sol.ev.feasible = true;
+	}
 	R.keep_why = R.C.keep_ok ? NULL : why;
 	reason_text(&R.D, &R.C, mg, pb, why, R.must, &reason);
 	R.reason = reason.s;

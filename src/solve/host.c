@@ -217,7 +217,8 @@ static void crit_positions(const tm_problem *pb, int *kp, int *kw, int *km)
 /* Every hop and every link inside a host costs the same wherever it runs,
  * NVLink joins every pair of a host's GPUs when tensor-parallel groups
  * need it, every rank fits every GPU, no cap or move limit, time first and
- * temperature (if asked) before moves, torchrun's placement the reference. */
+ * temperature (if asked) before moves, torchrun's placement the reference,
+ * no coupling between GPUs. */
 bool tm_host_decomposable(const tm_problem *pb)
 {
 	const tm_policy *pol = pb->pol;
@@ -230,7 +231,11 @@ bool tm_host_decomposable(const tm_problem *pb)
 	 * move prices are the direct program's business; so is an expert-
 	 * parallel all-to-all, which ties replicas' instance times together
 	 * (the decomposition times each replica on its own) */
+	/* neighbours that heat each other make a GPU's temperature depend on
+	 * the whole host's placement, not on its own rank alone: that is the
+	 * direct program's business too, as is a cap on the time */
 	if (pb->ref_custom || pb->crit[0] != TM_CRIT_TIME || tm_has_a2a(pb) ||
+	    pb->coupled || isfinite(pb->time_cap_ms) ||
 	    (kp >= 0 && kp > km) || (kw >= 0 && (kw > km || kw < kp)) ||
 	    pol->pp_nvlink ||
 	    !isnan(pol->max_temp_c) || pol->max_moves >= 0 ||

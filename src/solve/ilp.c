@@ -55,6 +55,10 @@ typedef struct ilp {
 	double *e_const_ms;   /* stage → the all-to-all's time when constant */
 	int tcol, pcol;       /* iteration time, peak temperature */
 	int wcol;             /* wear at the reference time */
+	int *wgcol;           /* with coupling: GPU → its wear share's column
+	                         (0: none), W ≥ Σ_g of them */
+	double *tan_lo;       /* with coupling: GPU → first tangent point */
+	int *ntan;            /* with coupling: GPU → tangent points */
 	int movesrow;         /* Σ x[r,ref(r)] ≥ …, 0 until needed */
 	bool names;           /* name rows and columns (for --write-lp) */
 	bool use_z;           /* node ranks choose their hosts (z columns) */
@@ -347,7 +351,7 @@ static void time_cols(ilp *L)
 			L->ecol[o * pb->npp + s] = add_col(L, GLP_CV, 0, INFINITY,
 			                                   "X_o%d_s%d", o, s);
 	}
-	L->tcol = add_col(L, GLP_CV, 0, INFINITY, "T");
+	L->tcol = add_col(L, GLP_CV, 0, pb->time_cap_ms, "T");
 }
 
 /* The all-to-alls: like a hop, from each sender to all its peers at once
@@ -640,6 +644,8 @@ static void build(ilp *L)
 /* Temperature rows, once the reference time is known. A GPU's
  * temperature is one constant per rank it may hold, so its wear share
  * is too: wear is linear in x, W ≥ Σ_r Σ_g wear(θ_r,g) x[r,g]. */
+static void coupled_rows(ilp *L);
+
 static void temperature_rows(ilp *L)
 {
 	const tm_problem *pb = L->pb;
@@ -647,6 +653,10 @@ static void temperature_rows(ilp *L)
 	L->pcol = add_col(L, GLP_CV, -INFINITY, INFINITY, "P");
 	glp_set_col_bnds(L->P, L->pcol, GLP_FR, 0, 0);
 	L->wcol = add_col(L, GLP_CV, 0, INFINITY, "W");
+	if (pb->coupled) {
+		coupled_rows(L);
+		return;
+	}
 	row_begin(L);
 	for (int r = 0; r < R; r++)
 		for (int g = 0; g < G; g++)
@@ -674,6 +684,157 @@ static void temperature_rows(ilp *L)
 	}
 }
 
+/* ---- with coupling: a GPU's temperature from the whole host ------------
+ * The neighbours' heat is linear in the powers they draw, and those are
+ * linear in x at the reference time, so a GPU's temperature still is:
+ *
+ *   θ_g(x) = Σ_r θ[r,g] x[r,g] + Σ_k c_k (Σ_r (P[r,h_k] − Pu[h_k]) x[r,h_k]
+ *            + Pu[h_k] − Pidle[h_k])
+ *
+ * over its coupling sources h_k (Pu: its power when unused). It counts
+ * only for a GPU in use (u_g = Σ_r x[r,g] = 1): each row takes M·(1 − u_g)
+ * off, with M large enough that an unused GPU's row never binds. Wear is
+ * a convex function of θ_g: its share of a used GPU is bounded below by
+ * tangents every TAN_STEP_C °C over the range θ_g can take, which the
+ * minimisation makes tight at the tangent points; between them the share
+ * is under-stated by at most (ln 2 · TAN_STEP_C / 20)² / 2 of itself,
+ * 1.5·10⁻⁴ at 0.5 °C. The phase's placement is scored by the model
+ * (exactly), so the program's value is only a bound. */
+#define TAN_STEP_C 0.5
+#define LN2 0.69314718055994530942
+
+/* P[r,h] − Pu[h] at the reference time: what rank r on h adds to its
+ * coupled neighbours' powers (0 where a power is unknown). */
+static double dpower(const ilp *L, int r, int h)
+{
+	double x = tm_rank_power(L->pb, r, h, L->t_ref) - L->pb->p_unused[h];
+	return isfinite(x) ? x : 0;
+}
+
+/* The part of θ_g(x) that does not depend on x, and the most and the
+ * least the x-dependent coupling can add. */
+static void coupling_range(const ilp *L, int g, double *cst, double *most,
+                           double *least)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+	*cst = *most = *least = 0;
+	for (int k = pb->cp_first[g]; k < pb->cp_first[g + 1]; k++) {
+		int h = pb->cp_src[k];
+		double u = pb->p_unused[h] - pb->p_idle[h], hi = 0, lo = 0;
+		if (isfinite(u))
+			*cst += pb->cp_c[k] * u;
+		for (int r = 0; r < pb->nranks; r++)
+			if (L->xcol[r * G + h]) {
+				hi = fmax(hi, pb->cp_c[k] * dpower(L, r, h));
+				lo = fmin(lo, pb->cp_c[k] * dpower(L, r, h));
+			}
+		*most += hi;
+		*least += lo;
+	}
+}
+
+/* Adds scale · (θ_g(x) − its constant) − m · u_g to the row under
+ * construction: the own terms and the big-M term share the x[r,g]
+ * columns, the neighbours' terms are other GPUs' columns. */
+static void add_theta(ilp *L, int g, double scale, double m)
+{
+	const tm_problem *pb = L->pb;
+	int G = pb->ngpu;
+	for (int r = 0; r < pb->nranks; r++)
+		row_add(L, L->xcol[r * G + g], scale * theta(L, r, g) - m);
+	for (int k = pb->cp_first[g]; k < pb->cp_first[g + 1]; k++)
+		for (int r = 0; r < pb->nranks; r++)
+			row_add(L, L->xcol[r * G + pb->cp_src[k]],
+			        scale * pb->cp_c[k] * dpower(L, r, pb->cp_src[k]));
+}
+
+static bool gpu_usable(const ilp *L, int g)
+{
+	for (int r = 0; r < L->pb->nranks; r++)
+		if (L->xcol[r * L->pb->ngpu + g])
+			return true;
+	return false;
+}
+
+static void coupled_rows(ilp *L)
+{
+	const tm_problem *pb = L->pb;
+	int R = pb->nranks, G = pb->ngpu;
+	double floor_c = INFINITY;   /* no GPU in use is cooler than this */
+	L->wgcol = xcalloc((size_t)G, sizeof(int));
+	L->tan_lo = xcalloc((size_t)G, sizeof(double));
+	L->ntan = xcalloc((size_t)G, sizeof(int));
+	for (int g = 0; g < G; g++) {
+		double cst, most, least;
+		coupling_range(L, g, &cst, &most, &least);
+		for (int r = 0; r < R; r++)
+			if (L->xcol[r * G + g])
+				floor_c = fmin(floor_c, theta(L, r, g) + cst + least);
+	}
+	for (int g = 0; g < G; g++) {
+		double cst, most, least, lo = INFINITY, hi = -INFINITY, m;
+		if (!gpu_usable(L, g))
+			continue;
+		coupling_range(L, g, &cst, &most, &least);
+		for (int r = 0; r < R; r++)
+			if (L->xcol[r * G + g]) {
+				lo = fmin(lo, theta(L, r, g) + cst + least);
+				hi = fmax(hi, theta(L, r, g) + cst + most);
+			}
+		/* an unused GPU's row must not bind: its θ is at most
+		 * cst + most, the peak at least floor_c */
+		m = fmax(0, cst + most - floor_c) + 1;
+		row_begin(L);
+		add_theta(L, g, -1, m);
+		row_add(L, L->pcol, 1);
+		row_end(L, GLP_LO, cst - m, 0, "peak_h%d_g%d", name_host(pb, g),
+		        name_gpu(pb, g));
+		if (isfinite(pb->pol->max_temp_c)) {
+			double mc = fmax(0, cst + most - pb->pol->max_temp_c) + 1;
+			row_begin(L);
+			add_theta(L, g, 1, -mc);
+			row_end(L, GLP_UP, 0, pb->pol->max_temp_c - cst + mc,
+			        "cap_h%d_g%d", name_host(pb, g), name_gpu(pb, g));
+		}
+		L->wgcol[g] = add_col(L, GLP_CV, 0, INFINITY, "W_h%d_g%d",
+		                      name_host(pb, g), name_gpu(pb, g));
+		L->tan_lo[g] = floor(lo / TAN_STEP_C) * TAN_STEP_C;
+		L->ntan[g] = (int)ceil((hi - L->tan_lo[g]) / TAN_STEP_C) + 1;
+		for (int k = 0; k < L->ntan[g]; k++) {
+			double t = L->tan_lo[g] + k * TAN_STEP_C;
+			double f = tm_wear_of(t), d = f * LN2 / 10;
+			/* w_g ≥ f + d·(θ_g − t) − mk·(1 − u_g); unused: the
+			 * tangent at cst + most at most, so mk ≥ that keeps it
+			 * slack */
+			double mk = fmax(0, f + d * (cst + most - t)) + 1;
+			row_begin(L);
+			row_add(L, L->wgcol[g], 1);
+			add_theta(L, g, -d, mk);
+			row_end(L, GLP_LO, f + d * (cst - t) - mk, 0,
+			        "wear_h%d_g%d_t%d", name_host(pb, g), name_gpu(pb, g),
+			        k);
+		}
+	}
+	row_begin(L);
+	for (int g = 0; g < G; g++)
+		row_add(L, L->wgcol[g], -1);
+	row_add(L, L->wcol, 1);
+	row_end(L, GLP_LO, 0, 0, "wear");
+}
+
+/* The tangents' value at temperature t of GPU g: what its wear column
+ * holds for a placement at t. */
+static double tangent_wear(const ilp *L, int g, double t)
+{
+	double w = 0;
+	for (int k = 0; k < L->ntan[g]; k++) {
+		double p = L->tan_lo[g] + k * TAN_STEP_C, f = tm_wear_of(p);
+		w = fmax(w, f + f * LN2 / 10 * (t - p));
+	}
+	return w;
+}
+
 /* Column values of a placement, for GLPK's incumbent. */
 static void fill(ilp *L, const int *flat)
 {
@@ -692,6 +853,16 @@ static void fill(ilp *L, const int *flat)
 		if (r % pb->nproc == 0 && L->zcol[r / pb->nproc * H +
 		                                  pb->gpu_host[flat[r]]])
 			L->vec[L->zcol[r / pb->nproc * H + pb->gpu_host[flat[r]]]] = 1;
+		if (pb->coupled && L->pcol) {
+			double t = tm_rank_temp_in(pb, flat, r, L->t_ref);
+			int w = L->wgcol[flat[r]];
+			pk = fmax(pk, t);
+			if (w) {
+				L->vec[w] = tangent_wear(L, flat[r], t);
+				wear += L->vec[w];
+			}
+			continue;
+		}
 		if (L->pcol && theta(L, r, flat[r]) > pk)
 			pk = theta(L, r, flat[r]);
 		if (L->wcol)
@@ -857,7 +1028,8 @@ static void hold(ilp *L, int crit, double b)
 	if (crit == TM_CRIT_TIME && L->pb->move_cost_ms > 0)
 		cost_row(L, b);
 	else if (crit == TM_CRIT_TIME)
-		glp_set_col_bnds(L->P, L->tcol, GLP_DB, 0, b);
+		glp_set_col_bnds(L->P, L->tcol, GLP_DB, 0,
+		                 fmin(b, L->pb->time_cap_ms));
 	else if (crit == TM_CRIT_PEAK)
 		glp_set_col_bnds(L->P, L->pcol, GLP_UP, 0, b);
 	else if (crit == TM_CRIT_WEAR)
@@ -894,6 +1066,9 @@ static void ilp_free(ilp *L)
 	free(L->ccol);
 	free(L->ecol);
 	free(L->e_const_ms);
+	free(L->wgcol);
+	free(L->tan_lo);
+	free(L->ntan);
 	free(L->ind);
 	free(L->val);
 	free(L->vec);

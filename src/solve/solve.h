@@ -73,6 +73,13 @@ int tm_run_job(const tm_cluster *c, const tm_profile *p, tm_job *owned,
  * placement without losses replaces a trade, sol's placement and
  * evaluation become that one. */
 void tm_decide(const tm_problem *pb, tm_solution *sol);
+/* The policy's best with the time held at most tcap ms and the peak at
+ * the reference time at most pcap °C (INFINITY: not held), ranked by the
+ * criteria of pb not held: the evidence rule's re-solve of a tie (and
+ * replan's), into flat. hint (may be NULL) is a placement the caps allow,
+ * weighed as the solver's warm start. 0 or an error code. */
+int tm_solve_held(const tm_problem *pb, double tcap, double pcap,
+                  const int *hint, int *flat);
 
 /* rebalance.c: the layers of "alternating" into n (per chunk), and
  * rebalance_layers: placement and layers in turn, the best run into out */

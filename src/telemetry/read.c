@@ -131,7 +131,8 @@ out:
 
 /* ---- the summary: what was read (thermap.profile-summary/1) -------------- */
 
-static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus)
+static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus,
+                    const tl_couple_report *cr)
 {
 	jw w;
 	long rows = 0, samples = 0;
@@ -171,6 +172,8 @@ static void summary(strbuf *out, const tl_src *srcs, int n, long ngpus)
 	jw_int(&w, "rows", rows);
 	jw_int(&w, "samples", samples);
 	jw_int(&w, "gpus", ngpus);
+	if (cr)
+		tl_couple_summary(&w, cr);
 	jw_end_obj(&w);
 	sb_add(out, "\n");
 }
@@ -241,25 +244,39 @@ int tm_profile_from_telemetry(const tm_tele_input *in, int n,
                               const tm_tele_opts *o, char **profile,
                               char **summ, tm_error *err)
 {
+	return tm_profile_from_telemetry_ex(in, n, o, NULL, profile, summ, err);
+}
+
+int tm_profile_from_telemetry_ex(const tm_tele_input *in, int n,
+                                 const tm_tele_opts *o, const char *phases,
+                                 char **profile, char **summ, tm_error *err)
+{
 	tl_opts to = { o->from, o->to, o->from_rel, o->to_rel,
 	               o->interval_ms / 1000.0 };
 	tl_sink *k = tl_sink_new(&to);
 	tl_src *srcs = xcalloc((size_t)(n ? n : 1), sizeof *srcs);
 	tm_profile *p = NULL;
+	tl_phases *ph = NULL;
 	int rc;
 
 	*profile = *summ = NULL;
+	/* the phases first: a broken phases file costs no reading of logs */
+	if (phases && (rc = tl_phases_read(phases, &ph, err)))
+		goto out;
+	tl_sink_phases(k, ph);
 	if (!(rc = tl_read_inputs(k, in, n, srcs, true, err)) &&
 	    !(rc = profile_of(k, in, n, &p, err)) &&
 	    !(rc = tl_profile_text(p, n > 0 ? in[0].file : "profile",
 	                           TM_MAX_INPUT_BYTES, profile, err))) {
 		strbuf sb;
 		sb_init(&sb);
-		summary(&sb, srcs, n, p->ngpus);
+		summary(&sb, srcs, n, p->ngpus, tl_sink_couple_report(k));
 		*summ = sb.s;
 	}
+out:
 	tm_profile_free(p);
 	tl_sink_free(k);
+	tl_phases_free(ph);
 	free(srcs);
 	return rc;
 }
@@ -297,7 +314,7 @@ int tm_profile_from_prometheus(const tm_prom_query *q, char **profile,
 	                           err))) {
 		strbuf sb;
 		sb_init(&sb);
-		summary(&sb, &src, 1, p->ngpus);
+		summary(&sb, &src, 1, p->ngpus, NULL);
 		*summ = sb.s;
 	}
 out:

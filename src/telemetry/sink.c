@@ -4,11 +4,12 @@
  * each sample's checks (value ranges, time order per GPU, the --from/--to
  * window), the counts each file's summary gives, and the warnings about
  * what a file leaves unsaid. At the end it orders the GPUs and has the
- * statistics (stats.c) make their entries.
+ * statistics (stats.c) make their entries, and, with --phases, the
+ * couplings (phases.c) fitted.
  *
- * It calls stats.c, lines.c and parse.c, nothing above; the readers and
- * read.c call it. All its state is in tl_sink: several sinks may be used
- * at once (one per thread).
+ * It calls phases.c, stats.c, lines.c and parse.c, nothing above; the
+ * readers and read.c call it. All its state is in tl_sink: several sinks
+ * may be used at once (one per thread).
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -138,6 +139,9 @@ struct tl_sink {
 	tl_qpending qp;         /* query_range points not yet pushed */
 	uint64_t warned[WARNED_MAX];
 	int nwarned;
+	const tl_phases *ph;    /* --phases, or NULL */
+	tl_couple_report crep;  /* what their couplings came to */
+	bool coupled;           /* crep is filled */
 };
 
 tl_sink *tl_sink_new(const tl_opts *o)
@@ -147,6 +151,16 @@ tl_sink *tl_sink_new(const tl_opts *o)
 	k->hcap = 64;
 	k->h = xcalloc(k->hcap, sizeof *k->h);
 	return k;
+}
+
+void tl_sink_phases(tl_sink *k, const tl_phases *ph)
+{
+	k->ph = ph;
+}
+
+const tl_couple_report *tl_sink_couple_report(const tl_sink *k)
+{
+	return k->coupled ? &k->crep : NULL;
 }
 
 double tl_sink_interval(const tl_sink *k)
@@ -295,6 +309,16 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 		         "parts", TL_MAX_GPUS, TL_MAX_GPUS);
 		return -1;
 	}
+	if (id < 0 && k->ph &&
+	    (long)(k->n + 1) * k->ph->n > TL_MAX_PHASE_CELLS) {
+		free(npci);
+		src_fail(src, "%d GPUs with the %d phases of %s: one run keeps "
+		         "the means of at most %ld GPUs times phases (memory "
+		         "grows with both): profile the hosts in parts, or give "
+		         "fewer phases", k->n + 1, k->ph->n, k->ph->file,
+		         TL_MAX_PHASE_CELLS);
+		return -1;
+	}
 	if (id < 0) {
 		if (k->n == k->cap) {
 			k->cap = k->cap ? 2 * k->cap : 8;
@@ -306,6 +330,8 @@ int tl_gpu(tl_src *src, const char *host, const char *uuid, const char *pci,
 		g->host = xstrdup(host);
 		g->index = -1;
 		g->st = tl_gpu_stats_new();
+		if (k->ph)
+			tl_gpu_stats_phases(g->st, k->ph);
 	}
 	g = &k->g[id];
 	if (uuid && !g->uuid) {
@@ -568,6 +594,10 @@ int tl_sink_profile(tl_sink *k, tm_profile **out, tm_error *err)
 		tm_gpu_profile_init(&p->gpus[i]);
 	}
 	rc = tl_stats_build(id, st, m, p->gpus, err);
+	if (!rc && k->ph) {
+		rc = tl_couple(k->ph, id, st, m, p->gpus, &k->crep, err);
+		k->coupled = !rc;
+	}
 	if (rc)
 		tm_profile_free(p);
 	else

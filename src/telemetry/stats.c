@@ -5,7 +5,8 @@
  * the guard before a change), the idle and load levels, the temperature
  * histogram, the full-load clocks; over the GPUs, the thermal fit (own,
  * pooled over one model or host, last resort), what was estimated, and
- * the derate against the fastest GPU. A fixed amount of state per GPU.
+ * the derate against the fastest GPU. A fixed amount of state per GPU,
+ * and with --phases a mean per phase (phases.c fits them).
  *
  * The rules are written down in docs/profile.md; the constants below are
  * the ones that page names. It knows no files and no GPU identities but
@@ -332,6 +333,12 @@ struct tl_gpu_stats {
 	stats main, prov;       /* prov: the early part of the first run */
 	held *q;
 	int qhead, qn, qcap;
+	const tl_phases *ph;    /* --phases, or NULL */
+	int pcur;               /* the first phase whose span may still come */
+	struct pmean {          /* per phase: the samples in its span */
+		long n;
+		double t, p;        /* Σ temperature (°C), Σ power (W) */
+	} *pm;                  /* ph->n of them once a sample counts */
 };
 
 tl_gpu_stats *tl_gpu_stats_new(void)
@@ -357,6 +364,7 @@ void tl_gpu_stats_free(tl_gpu_stats *g)
 	stats_free(&g->main);
 	stats_free(&g->prov);
 	free(g->q);
+	free(g->pm);
 	free(g);
 }
 
@@ -368,6 +376,46 @@ long tl_gpu_stats_samples(const tl_gpu_stats *g)
 double tl_gpu_stats_last_t(const tl_gpu_stats *g)
 {
 	return g->prev_t;
+}
+
+/* ---- phases (profile --phases) ------------------------------------------ */
+
+void tl_gpu_stats_phases(tl_gpu_stats *g, const tl_phases *ph)
+{
+	g->ph = ph;
+	g->pcur = 0;
+}
+
+/* A sample with a time, a temperature and a power into the phase whose
+ * counted span holds it. A GPU's samples come in time order and the
+ * spans are in time order and apart, so one cursor walks them. */
+static void phase_add(tl_gpu_stats *g, const tl_sample *s)
+{
+	const tl_phases *ph = g->ph;
+	struct pmean *m;
+	while (g->pcur < ph->n && s->t > ph->p[g->pcur].hi)
+		g->pcur++;
+	if (g->pcur == ph->n || s->t < ph->p[g->pcur].lo)
+		return;
+	if (!g->pm)
+		g->pm = xcalloc((size_t)ph->n, sizeof *g->pm);
+	m = &g->pm[g->pcur];
+	m->n++;
+	m->t += s->v[TL_TEMP];
+	m->p += s->v[TL_POWER];
+}
+
+long tl_gpu_stats_phase(const tl_gpu_stats *g, int i, double *temp,
+                        double *power)
+{
+	const struct pmean *m = g->pm ? &g->pm[i] : NULL;
+	if (!m || m->n == 0) {
+		*temp = *power = NAN;
+		return 0;
+	}
+	*temp = m->t / (double)m->n;
+	*power = m->p / (double)m->n;
+	return m->n;
 }
 
 /* ---- the settling rule -------------------------------------------------- */
@@ -594,6 +642,9 @@ void tl_gpu_stats_add(tl_gpu_stats *g, const tl_sample *s)
 		g->pmax = s->v[TL_POWER];
 	h->settled = h->initial = false;
 	feed(g, h);
+	if (g->ph && !isnan(s->t) && !isnan(s->v[TL_TEMP]) &&
+	    !isnan(s->v[TL_POWER]))
+		phase_add(g, s);
 }
 
 /* ---- the entries ---------------------------------------------------------- */

@@ -15,13 +15,18 @@
  *             NAN for each value the input does not have): it names the
  *             GPU with tl_gpu() and hands each sample to tl_push(), in the
  *             order the file has them
+ *   phases.c  the load phases of `profile --phases`: the phases file
+ *             read as untrusted input, and, at the end, each host's
+ *             phase means turned into the joint fit of its GPUs
+ *             (format/coupling.c) and the profile entries' couplings
  *   sink.c    the sink: the GPUs named so far, the samples' checks
  *             (value ranges, time order, --from/--to), warnings about
  *             files, and the end, which orders the GPUs for the profile
  *   stats.c   the profile statistics: the settling rule, idle and load
  *             levels, the thermal fit, derates, what was estimated
- *             (docs/profile.md), with a fixed amount of state per GPU, so
- *             memory grows with the number of GPUs, never with the input
+ *             (docs/profile.md), with a fixed amount of state per GPU (and
+ *             per phase, with --phases), so memory grows with the number
+ *             of GPUs (and phases), never with the input
  *   promapi.c the same series as query_range files, from a Prometheus
  *             server's HTTP API (libcurl): it plans and sends the
  *             queries and hands every answer to prom.c's query_range
@@ -94,6 +99,8 @@ static inline void tl_sample_clear(tl_sample *s)
 
 typedef struct tl_sink tl_sink;
 typedef struct tl_src tl_src;
+typedef struct tl_phases tl_phases;                /* phases.c */
+typedef struct tl_couple_report tl_couple_report;  /* phases.c */
 
 /* Reads one input file (format found from its content) into src->sink;
  * src->file and src->host (--host or NULL) are set by the caller. */
@@ -271,6 +278,11 @@ typedef struct tl_opts {
 } tl_opts;
 
 tl_sink *tl_sink_new(const tl_opts *o);
+/* The phases whose means the sink's GPUs keep (ph borrowed for the
+ * sink's life; set before any GPU is named), and, after tl_sink_profile,
+ * what their couplings came to (NULL without phases). */
+void tl_sink_phases(tl_sink *k, const tl_phases *ph);
+const tl_couple_report *tl_sink_couple_report(const tl_sink *k);
 /* Seconds between the samples of a dcgmi dmon log read into k. */
 double tl_sink_interval(const tl_sink *k);
 void tl_sink_free(tl_sink *k);
@@ -395,6 +407,14 @@ void tl_gpu_stats_free(tl_gpu_stats *g);
 /* Adds one sample (in the GPU's time order: the sink checks it). */
 void tl_gpu_stats_add(tl_gpu_stats *g, const tl_sample *s);
 long tl_gpu_stats_samples(const tl_gpu_stats *g);
+/* From now on (before the first sample), the mean temperature and power
+ * of the samples with both in each phase's counted span are kept
+ * (memory: 24 bytes a phase, from the first such sample on). */
+void tl_gpu_stats_phases(tl_gpu_stats *g, const tl_phases *ph);
+/* Phase i's samples counted, with their mean temperature (°C) and power
+ * (W) in *temp and *power (NAN without samples). */
+long tl_gpu_stats_phase(const tl_gpu_stats *g, int i, double *temp,
+                        double *power);
 double tl_gpu_stats_last_t(const tl_gpu_stats *g);  /* NAN: no time yet */
 
 /* What the statistics need to know of a GPU besides its samples. */
@@ -414,6 +434,93 @@ typedef struct tl_ident {
  * holds). */
 int tl_stats_build(const tl_ident *id, tl_gpu_stats *const *st, int n,
                    tm_gpu_profile *out, tm_error *err);
+
+/* ---- phases.c: load phases (profile --phases) ---------------------------- */
+
+/* A phases file (docs/formats.md, "phases"): `#` comments, blank lines,
+ * and a line `START END LABEL` per phase. */
+#define TL_PHASES_MAX 4096          /* phases a file may hold */
+#define TL_PHASE_LINE_MAX 4096      /* bytes a line may hold */
+#define TL_PHASE_LABEL_MAX 64       /* bytes a label may hold */
+#define TL_PHASES_MAX_BYTES (16u << 20)  /* a file's size at most: 4096
+                                       lines of 4096 bytes */
+/* Which samples of a phase count: from TL_PHASE_SETTLE_S after it starts
+ * (in the real one-hot recording an idle neighbour came within 1 °C of
+ * its final temperature 15-20 s after the load began) to
+ * TL_PHASE_GUARD_S before it ends (the last second is mixed: the load
+ * script stamps the end when its load has stopped); a phase counts for a
+ * host when every GPU of the host has TL_PHASE_MIN_SAMPLES such samples
+ * with both a temperature and a power. */
+#define TL_PHASE_SETTLE_S 20.0
+#define TL_PHASE_GUARD_S 1.0
+#define TL_PHASE_MIN_SAMPLES 5
+/* GPUs × phases whose means one run keeps at most (24 bytes each), and
+ * numbers the couplings of one profile may hold (a profile is at most
+ * 256 MiB) */
+#define TL_MAX_PHASE_CELLS (1L << 23)
+#define TL_MAX_COUPLING_NUMBERS (1L << 25)
+
+typedef struct tl_phase {
+	double start, end;      /* seconds since 1970, end > start */
+	double lo, hi;          /* the samples counted: start +
+	                           TL_PHASE_SETTLE_S to end − TL_PHASE_GUARD_S
+	                           (lo > hi: none) */
+	char label[TL_PHASE_LABEL_MAX + 1];
+	long line;              /* its line in the file */
+} tl_phase;
+
+struct tl_phases {
+	char *file;             /* as given, for messages and "how" */
+	int n;                  /* 1 to TL_PHASES_MAX */
+	tl_phase *p;            /* sorted by start; none overlaps another */
+};
+
+/* Reads a phases file (at most TL_PHASES_MAX_BYTES, a regular file):
+ * 0 with *out new, or TM_EINPUT with one line "FILE:LINE: ..." (or
+ * "FILE: ...") saying what was expected. tl_phases_parse does the same
+ * over len bytes at text, file naming them. */
+int tl_phases_read(const char *file, tl_phases **out, tm_error *err);
+int tl_phases_parse(const char *file, const char *text, size_t len,
+                     tl_phases **out, tm_error *err);
+void tl_phases_free(tl_phases *ph);
+
+/* What the couplings of one run came to, for the warnings and the
+ * summary (docs/profile.md, "Neighbours: --phases"). */
+enum tl_nocouple {
+	TL_NC_FEW,       /* too few phases count for the host */
+	TL_NC_MISSING,   /* a number (an idle power) or a GPU's name missing */
+	TL_NC_SINGULAR,  /* a neighbour's power moves with the others' */
+	TL_NC_UNCERTAIN, /* a coupling uncertain beyond TM_COUPLING_SD_MAX */
+	TL_NC_PHYSICAL,  /* the joint fit is not physical */
+	TL_NNC
+};
+struct tl_couple_report {
+	const char *file;       /* the phases file */
+	int nphases;            /* phases in it */
+	long hosts, gpus;       /* of the profile */
+	long coupled;           /* GPUs given a coupling */
+	long alone;             /* GPUs alone on their host: no neighbour */
+	int counted_min, counted_max; /* phases counted per host of 2 GPUs
+	                           or more; -1 when there is none */
+	struct {
+		long gpus;          /* GPUs left without a coupling so */
+		long hosts;         /* on this many hosts */
+		char first[400];    /* the first of them and why */
+	} no[TL_NNC];
+};
+
+/* The joint fit of every GPU of every host of 2 GPUs or more on the
+ * phases that count for its host, into out[0..m) (the profile's entries,
+ * id and st in the same order, a host's entries together), replacing
+ * ambient_c, r_c_per_w and temp_fit_sd_c where it identifies a
+ * coupling; one warning per reason GPUs get none. 0 with *rep filled, or
+ * TM_EINPUT with err set (more phases count for a host than a coupling
+ * holds; couplings beyond what a profile holds). */
+int tl_couple(const tl_phases *ph, const tl_ident *id,
+              tl_gpu_stats *const *st, int m, tm_gpu_profile *out,
+              tl_couple_report *rep, tm_error *err);
+/* The report as the summary's "phases" object (key "phases"). */
+void tl_couple_summary(jw *w, const tl_couple_report *rep);
 
 /* ---- lines.c: reading lines -------------------------------------------- */
 

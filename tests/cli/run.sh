@@ -252,6 +252,43 @@ has profile-filename-host-out "$W/out" '"host": "gpu-b7"'
 t profile-window 0 "$NOUUID_R" -- profile --host h200x4-a --from "2026/11/21 12:16:00" --to "2026-11-21T12:18:00Z" $R -o "$W/w.json" --json-summary
 has profile-window-skips "$W/out" '"outside_window"'
 
+# ---- profile --phases ----------------------------------------------------------
+O=fixtures/real/h200x4-onehot
+OP="--host h $O/telemetry.csv"
+t phases-twice 2 "thermap: option '--phases' is given more than once; it takes one value
+Try 'thermap profile --help'." -- profile $OP --phases a --phases b
+t phases-prometheus 2 "thermap: --phases goes with telemetry files or --live, not --prometheus (save the series as query_range files for it)
+Try 'thermap profile --help'." -- profile --prometheus http://127.0.0.1:1 --last 1h --phases $O/load-phases.txt
+t phases-missing 4 "thermap: error: $W/nope.txt: cannot open: No such file or directory" -- profile $OP --phases "$W/nope.txt"
+t phases-device 4 "thermap: error: /dev/null: not a regular file" -- profile $OP --phases /dev/null
+: >"$W/ph-empty.txt"
+t phases-empty 4 "thermap: error: $W/ph-empty.txt: no phases; expected a line START END LABEL for each (# starts a comment)" -- profile $OP --phases "$W/ph-empty.txt"
+printf '# rests\n1795796994 1795797056 only-0\n1795797056 soon idle\n' >"$W/ph-time.txt"
+t phases-bad-time 4 "thermap: error: $W/ph-time.txt:3: END 'soon': expected a time: seconds since 1970 (1795796994.08), or ISO 8601 without blanks (2026-11-27T16:29:54.08Z)" -- profile $OP --phases "$W/ph-time.txt"
+printf '1795797056 1795796994 only-0\n' >"$W/ph-back.txt"
+t phases-backwards 4 "thermap: error: $W/ph-back.txt:1: END '1795796994' is not after START '1795797056'; expected a phase that ends after it starts" -- profile $OP --phases "$W/ph-back.txt"
+printf '1795797056 1795797100 idle\n1795796994 1795797060 only-0\n' >"$W/ph-overlap.txt"
+t phases-overlap 4 "thermap: error: $W/ph-overlap.txt:1: phase idle starts 4.000 s before phase only-0 of line 2 ends; expected phases that do not overlap" -- profile $OP --phases "$W/ph-overlap.txt"
+printf '1795796994 1795797056 only 0\n' >"$W/ph-words.txt"
+t phases-words 4 "thermap: error: $W/ph-words.txt:1: 4 words; expected START END LABEL separated by blanks" -- profile $OP --phases "$W/ph-words.txt"
+printf '1795796994 1795797056 only-0\n\0\n' >"$W/ph-nul.txt"
+t phases-nul 4 "thermap: error: $W/ph-nul.txt:2: NUL byte: binary data; expected text lines START END LABEL" -- profile $OP --phases "$W/ph-nul.txt"
+awk 'BEGIN { for (i = 0; i <= 4096; i++) print 2 * i, 2 * i + 1, "p" }' >"$W/ph-many.txt"
+t phases-many 4 "thermap: error: $W/ph-many.txt:4097: more than 4096 phases; expected at most 4096" -- profile $OP --phases "$W/ph-many.txt"
+# a failed run writes nothing and leaves what was there
+echo keep >"$W/keep.json"
+t phases-keep 4 - -- profile $OP --phases "$W/ph-overlap.txt" -o "$W/keep.json"
+has phases-kept "$W/keep.json" "keep"
+# phases that cannot separate the neighbours (a rest and all four
+# loaded): the profile without --phases, and one warning for the host
+printf '2026-11-27T16:29:29.073Z 1795796994.082936305 idle\n1795797336.862305639 1795797398.294072349 all\n' >"$W/ph-uniform.txt"
+"$T" profile $OP -o "$W/plain.json" --quiet 2>/dev/null
+t phases-uniform 0 "thermap: warning: $W/ph-uniform.txt: 4 GPUs on 1 host get no coupling and keep their own fit: too few phases count (first: host h GPU 0: 2 of the 2 phases count for its host (every GPU needs 5 samples from 20 s after a phase starts to 1 s before it ends); the fit of 4 GPUs needs 6)" -- profile $OP --phases "$W/ph-uniform.txt" -o "$W/uniform.json" --quiet
+if cmp -s "$W/plain.json" "$W/uniform.json"; then ok; else bad "phases-uniform: the profile differs from the one without --phases"; fi
+t phases-ok 0 "" -- profile $OP --phases $O/load-phases.txt -o "$W/coupled.json" --json-summary
+has phases-ok-summary "$W/out" '"coupled": 4,'
+has phases-ok-coupling "$W/coupled.json" '"c_per_w": 0.00743'
+
 # ---- topo --------------------------------------------------------------------
 P=fixtures/public
 t topo-help 0 "" -- topo --help

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs `thermap profile` on every telemetry file under fixtures/telemetry/
-# and on the H200 recording, and compares the profile, the --json-summary
-# and the exit code with what tests/profile/expected/ holds.
+# and on the H200 recordings (the one-hot one with --phases), and compares
+# the profile, the --json-summary and the exit code with what
+# tests/profile/expected/ holds.
 #
 #   sh tests/profile/fixtures.sh            compare (part of make check)
 #   sh tests/profile/fixtures.sh --update   rewrite the expected files
@@ -57,6 +58,10 @@ done
 check h200x4-a --host h200x4-a fixtures/h200x4-a/telemetry.csv
 check h200x4-a-window --host h200x4-a --from +23 --to +174 \
     fixtures/h200x4-a/telemetry.csv
+# each GPU loaded alone, then all four: the couplings of --phases
+O=fixtures/real/h200x4-onehot
+check h200x4-onehot-phases --host h200x4-onehot $O/telemetry.csv \
+    --phases $O/load-phases.txt
 
 [ "$update" = --update ] && { echo "profile fixtures: expected files rewritten"; exit 0; }
 finish

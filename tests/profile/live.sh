@@ -6,6 +6,7 @@
 #  - the samples are written in nvidia-smi's --query-gpu CSV layout, one
 #    row per GPU every interval, with the values NVML gave;
 #  - the profile is the one the same samples give as a file;
+#  - --phases is read when the sampling ends;
 #  - NVML missing, not starting, or finding no GPU: one line, exit 4,
 #    nothing written; --live with files, or its options without it: 2.
 # THERMAP names the binary (build/thermap by default).
@@ -40,6 +41,25 @@ if cmp -s "$W/p.json" "$W/q.json"; then ok; else bad "live: the profile differs 
 if grep -q '"uuid": "GPU-f0000000-0000-4000-8000-000000000001"' "$W/p.json" &&
    grep -q '"power_limit_w": 700' "$W/p.json" && grep -q '"host": "fake"' "$W/p.json"
 then ok; else bad "live: the profile lacks the GPUs: $(head -20 "$W/p.json")"; fi
+
+# --phases: read when the sampling ends, then as for the samples' file;
+# phases long past count for nothing, so the profile is the same
+printf '1000 2000 idle\n2000 3000 all\n' >"$W/ph.txt"
+LD_LIBRARY_PATH=$L "$T" profile --live 1 --interval 200 --host fake \
+	--samples "$W/s2.csv" --phases "$W/ph.txt" -o "$W/p2.json" --quiet 2>"$W/err"
+rc=$?
+"$T" profile --host fake "$W/s2.csv" -o "$W/q2.json" --quiet 2>/dev/null
+if [ $rc = 0 ] && cmp -s "$W/p2.json" "$W/q2.json" &&
+   grep -q "^thermap: warning: $W/ph.txt: 2 GPUs on 1 host get no coupling and keep their own fit: too few phases count" "$W/err"
+then ok; else bad "live --phases: exit $rc: $(cat "$W/err")"; fi
+# a broken phases file: exit 4, no profile; the samples are kept
+printf '1000 x idle\n' >"$W/ph-bad.txt"
+LD_LIBRARY_PATH=$L "$T" profile --live 1 --interval 200 --host fake \
+	--samples "$W/s3.csv" --phases "$W/ph-bad.txt" -o "$W/p3.json" --quiet 2>"$W/err"
+rc=$?
+if [ $rc = 4 ] && [ ! -e "$W/p3.json" ] && [ -s "$W/s3.csv" ] &&
+   [ "$(cat "$W/err")" = "thermap: error: $W/ph-bad.txt:1: END 'x': expected a time: seconds since 1970 (1795796994.08), or ISO 8601 without blanks (2026-11-27T16:29:54.08Z)" ]
+then ok; else bad "live --phases broken: exit $rc: $(cat "$W/err")"; fi
 
 # failures: one line, exit 4, nothing written
 fails() {  # name message env...
