@@ -6,16 +6,35 @@
  * fit and residual, plus noise that averages out.
  *
  *  - waiting power: equal true values come back within 3 W (GPUs that
- *    wait half the time) and 6 W (GPUs busy 93 %); unequal ones within
- *    10 W, each nearer its own truth than the other's;
- *  - b → 1: a stage busy all but 0.06 % of the iteration says nothing of
- *    its waiting: those GPUs have no own estimate and take the others'
- *    combined value, exactly;
+ *    wait half the time) and 6 W (GPUs busy 93 %, which take their
+ *    peers'); unequal ones within 10 W, each nearer its own truth than
+ *    the other's;
+ *  - only where identified: a rank busy 95 % (or all but 0.06 %) has no
+ *    estimate of its own and takes its peers' pooled value, exactly, as
+ *    uncertain as their mean and the default spread between GPUs (two
+ *    GPUs do not measure one); with no peers, the profile's value, else
+ *    the model's 45 % default; estimates below idle or above full load by
+ *    2 sd are refused; the table, the notes and the lines say so;
+ *  - background power: another process on a GPU (by pid, or one more
+ *    than its rank without pids) measured from busy samples outside the
+ *    job's span, else from the GPU's floor above its peers' (with a
+ *    process listed, or a job 30 % slower there), else, busy all the
+ *    time, the midpoint of waiting and full load; the GPU left out of the
+ *    pool, named in the table; an earlier value removed where the run
+ *    tests it, kept where nothing does; an unused GPU busy in the job's
+ *    span has background, and its heat (the coupling) is in its
+ *    neighbour's residual and prediction;
+ *  - a coupling with its phases takes the run's steady state and is
+ *    refitted (the run's residual shrinks); the same run replaces its
+ *    point; at 256 points the oldest run's goes, never a phase's; too few
+ *    points leave everything as it was, with a note;
+ *  - the process list's parser (every accepted form, every refusal with
+ *    its exact line) and the job's pid and span (ranges, all or none);
  *  - speed: measured per-rank times give a 6 % slower GPU derate 1.06
  *    (basis job) within 0.005, and one 0.5 % slower derate 1 (inside the
  *    2 % floor); without times, in-job clocks do the same, with basis
  *    power-cap when the telemetry says the cap was active; a GPU alone in
- *    its stage keeps its derate;
+ *    its stage, or whose rank ran 9 iterations, keeps its derate;
  *  - temp_fit_sd_c is the root mean square of the prior spreads and the
  *    residuals planted at the job points; ambient_c and r_c_per_w stay;
  *  - the written profile loads, lists every calibrated field with the
@@ -28,8 +47,9 @@
  *    only, an empty window, no settled in-job samples, a binary log, a
  *    plan of another world size, layout or cluster, two ranks on one GPU,
  *    a truncated plan.json, a malformed measured section, a log 5000 °C
- *    off the fit or a rank 300 times slower (values no profile can hold);
- *    never a crash.
+ *    off the fit or a rank 300 times slower (values no profile can hold),
+ *    a bad process list, two ranks of one host with one pid, telemetry
+ *    outside the job's span (another time zone); never a crash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,7 +95,10 @@ typedef struct truth {
 	double bg_out[NX];    /* W it draws outside the job, NAN: idle */
 	double bg_prior[NX];  /* the profile's background_power_w, NAN */
 	double prior_wait[NG];/* the profile's power_wait_w, NAN */
-	double cp_c;          /* °C per W GPU 0 gets from GPU 4 (extra) */
+	double cp[NX];        /* °C per W GPU 0 gets from GPU k (its coupling
+	                         when any is above 0: every other GPU) */
+	int cp_points;        /* its phase points (idle, all, all but one) */
+	bool cp_old_run;      /* and an earlier run's point */
 	bool span;            /* the job gives start_unix_s, end_unix_s */
 	bool pids;            /* the job gives each rank's pid, 1000 + r */
 	bool extra;           /* a fifth GPU on the host, unused by the plan */
@@ -168,10 +191,59 @@ static void write_cluster(const truth *t)
 	sb_free(&b);
 }
 
+/* GPU 0's steady state in phase i of a --phases profile: idle, all,
+ * then all but one GPU in turn; T = a + r·P + Σ c·(P_k − idle). */
+static void phase_point(const truth *t, int i, int n, strbuf *b,
+                        const char *sep)
+{
+	int kind = i % (n + 2);
+	double P[NX], T;
+	for (int g = 0; g < n; g++)
+		P[g] = kind == 0 || (kind >= 2 && kind - 2 == g) ? P_IDLE : P_LOAD;
+	T = t->ambient[0] + t->r[0] * P[0];
+	for (int g = 1; g < n; g++)
+		T += t->cp[g] * (P[g] - P_IDLE);
+	sb_addf(b, "%s{\"temp_c\": %.2f, \"power_w\": [", sep, T);
+	for (int g = 0; g < n; g++)
+		sb_addf(b, "%s%.2f", g ? ", " : "", P[g]);
+	sb_addf(b, "], \"source\": \"phase %d\"}", kind);
+}
+
+/* GPU 0's coupling: every other GPU a source, t->cp_points phase points
+ * and an earlier run's. */
+static void write_coupling(strbuf *b, const truth *t)
+{
+	int n = t->extra ? NX : NG;
+	bool any = false;
+	for (int g = 1; g < n; g++)
+		any |= t->cp[g] > 0;
+	if (!any)
+		return;
+	sb_add(b, ", \"coupling\": {\"how\": \"thermap profile: a test\", "
+	       "\"from\": [");
+	for (int g = 1; g < n; g++)
+		sb_addf(b, "%s{\"index\": %d, \"uuid\": \"GPU-a000000%d-0000-4000-"
+		        "8000-00000000000%d\", \"c_per_w\": %g, \"sd_c_per_w\": "
+		        "0.001}", g > 1 ? ", " : "", g, g, g, t->cp[g]);
+	sb_add(b, "], \"points\": [");
+	for (int i = 0; i < t->cp_points; i++)
+		phase_point(t, i, n, b, i ? ", " : "");
+	if (t->cp_old_run) {
+		strbuf x;
+		sb_init(&x);
+		phase_point(t, 1, n, &x, "");
+		sb_addf(b, "%s%.*s\"run plan 0000000000000000 (telemetry old.csv)\"}",
+		        t->cp_points ? ", " : "",
+		        (int)(strstr(x.s, "\"phase") - x.s), x.s);
+		sb_free(&x);
+	}
+	sb_add(b, "]}");
+}
+
 /* The profile the run is calibrated from: the true fit, the model's
  * default waiting power (or t->prior_wait), derate 1 from clocks, an
  * earlier background where t->bg_prior says, GPU 0's coupling to the
- * extra GPU (t->cp_c); one more entry for a GPU of another host, which
+ * neighbours (t->cp); one more entry for a GPU of another host, which
  * must come out untouched. */
 static void write_profile(const truth *t)
 {
@@ -198,11 +270,8 @@ static void write_profile(const truth *t)
 			        "\"background_power_sd_w\": 10, \"calibrated\": "
 			        "{\"background_power_w\": \"an earlier run\"}",
 			        t->bg_prior[g]);
-		if (g == 0 && t->cp_c > 0)
-			sb_addf(&b, ", \"coupling\": {\"how\": \"a test\", \"from\": "
-			        "[{\"index\": 4, \"uuid\": \"GPU-a0000004-0000-4000-8000-"
-			        "000000000004\", \"c_per_w\": %g, \"sd_c_per_w\": 0.001}], "
-			        "\"points\": []}", t->cp_c);
+		if (g == 0)
+			write_coupling(&b, t);
 		sb_add(&b, "},\n");
 	}
 	sb_add(&b, "{\"host\": \"other\", \"index\": 0, \"temp_idle_c\": 30, "
@@ -328,6 +397,15 @@ static void write_plan(void)
 	tm_cluster_free(c);
 }
 
+/* What GPU 0's neighbours, drawing P, add to its temperature. */
+static double heat_of(const truth *t, const double *P)
+{
+	double x = 0;
+	for (int g = 1; g < NX; g++)
+		x += t->cp[g] * (P[g] - P_IDLE);
+	return x;
+}
+
 /* nvidia-smi telemetry at 2 Hz: 10 s before the job, the job, 10 s
  * after. In the job each GPU of a rank draws P = w + b·(P_load − w) ±
  * 2 W, w the larger of its waiting power and another process's, runs at
@@ -361,7 +439,7 @@ static void write_tele(const truth *t, const double *busy)
 		for (int g = 0; g < NX; g++)
 			T[g] = t->ambient[g] + t->r[g] * P[g] +
 			       (job && g < NG ? t->resid[g] : 0) +
-			       (g == 0 ? t->cp_c * (P[NG] - P_IDLE) : 0);
+			       (g == 0 ? heat_of(t, P) : 0);
 		for (int g = 0; g < (t->extra ? NX : NG); g++) {
 			if (g == t->skip)
 				continue;
@@ -902,7 +980,7 @@ static void test_unused(void **state)
 	base_truth(&t);
 	t.extra = true;
 	t.bg[NG] = 450;
-	t.cp_c = 0.01;
+	t.cp[NG] = 0.01;
 	t.procs = procs;
 	make_run(&t, busy);
 	calibrate_ok(&t, &res);
@@ -1376,6 +1454,138 @@ static void test_bg_refusals(void **state)
 	procs_given = false;
 }
 
+/* ---- the coupling refit ----------------------------------------------------------- */
+
+static json_t *coupling_json(json_t *root, int g)
+{
+	return json_object_get(entry_json(root, g), "coupling");
+}
+
+/* GPU 0 heated by its neighbours (0.01, 0.005, 0.002 °C/W), its profile's
+ * coupling fitted on six phases: the run's steady state, 0.3 °C warmer
+ * than the fit, joins the points and the whole is refitted; the fit, its
+ * spread and the coupling are the refit's, each line saying so. The same
+ * run calibrated again replaces its own point. */
+static void test_coupling_refit(void **state)
+{
+	truth t;
+	double busy[NG], a0;
+	tm_cal_result res, again;
+	json_t *root, *c, *pts;
+	const char *src;
+	char *before;
+	(void)state;
+	base_truth(&t);
+	t.cp[1] = 0.01;
+	t.cp[2] = 0.005;
+	t.cp[3] = 0.002;
+	t.cp_points = 6;
+	t.resid[0] = 0.3;
+	make_run(&t, busy);
+	calibrate_ok(&t, &res);
+	root = json_loads(res.profile, 0, NULL);
+	c = coupling_json(root, 0);
+	pts = json_object_get(c, "points");
+	assert_int_equal(json_array_size(pts), 7);
+	src = json_string_value(json_object_get(json_array_get(pts, 6),
+	                                        "source"));
+	assert_non_null(strstr(src, "run plan "));
+	assert_non_null(strstr(src, res.plan_id));
+	assert_non_null(strstr(src, "tele.csv)"));
+	assert_true(fabs(json_number_value(json_object_get(json_array_get(pts, 6),
+	            "temp_c")) - res.gpu[0].temp_c) < 0.006);
+	assert_non_null(strstr(json_string_value(json_object_get(c, "how")),
+	                "thermap calibrate: joint fit over 7 steady states (6 of "
+	                "the profile, 1 of runs: the last plan "));
+	/* a 0.3 °C residual among seven points moves the fit a little
+	 * towards the run: its residual under the refit is smaller */
+	{
+		json_t *e = entry_json(root, 0), *pt = json_array_get(pts, 6);
+		json_t *pw = json_object_get(pt, "power_w");
+		double fit = json_number_value(json_object_get(e, "ambient_c")) +
+		             json_number_value(json_object_get(e, "r_c_per_w")) *
+		             json_number_value(json_array_get(pw, 0));
+		for (int k = 0; k < 3; k++)
+			fit += json_number_value(json_object_get(json_array_get(
+			       json_object_get(c, "from"), (size_t)k), "c_per_w")) *
+			       (json_number_value(json_array_get(pw, (size_t)k + 1)) -
+			        P_IDLE);
+		a0 = json_number_value(json_object_get(pt, "temp_c")) - fit;
+		if (!(a0 > 0 && a0 < 0.28))
+			fail_msg("the run's residual under the refit is %.3f C", a0);
+	}
+	assert_true(fabs(json_number_value(json_object_get(json_array_get(
+	            json_object_get(c, "from"), 0), "c_per_w")) - 0.01) < 0.002);
+	assert_true(res.gpu[0].fit_sd_c >= 0.2);
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(
+	                entry_json(root, 0), "calibrated"), "ambient_c")),
+	                "added to its coupling's points and the whole refitted"));
+	assert_non_null(json_object_get(json_object_get(entry_json(root, 0),
+	                "calibrated"), "r_c_per_w"));
+	/* the others have no coupling: their fit is kept */
+	assert_true(json_number_value(json_object_get(entry_json(root, 1),
+	            "ambient_c")) == t.ambient[1]);
+	json_decref(root);
+	/* the same run again: its point replaced, not added */
+	before = get_file(path("profile.json"));
+	put_file(path("profile.json"), res.profile);
+	calibrate_ok(&t, &again);
+	root = json_loads(again.profile, 0, NULL);
+	assert_int_equal(json_array_size(json_object_get(coupling_json(root, 0),
+	                 "points")), 7);
+	json_decref(root);
+	put_file(path("profile.json"), before);
+	free(before);
+	tm_cal_result_clear(&again);
+	tm_cal_result_clear(&res);
+}
+
+/* At 256 points the oldest run's point goes, never a phase's; with too
+ * few points to identify the refit, nothing moves and a note says why. */
+static void test_coupling_bounds(void **state)
+{
+	truth t;
+	double busy[NG];
+	tm_cal_result res;
+	json_t *root, *pts;
+	(void)state;
+	base_truth(&t);
+	t.cp[1] = 0.01;
+	t.cp[2] = 0.005;
+	t.cp[3] = 0.002;
+	t.cp_points = 255;
+	t.cp_old_run = true;
+	make_run(&t, busy);
+	calibrate_ok(&t, &res);
+	root = json_loads(res.profile, 0, NULL);
+	pts = json_object_get(coupling_json(root, 0), "points");
+	assert_int_equal(json_array_size(pts), 256);
+	assert_null(strstr(res.profile, "telemetry old.csv"));
+	assert_non_null(strstr(json_string_value(json_object_get(
+	                json_array_get(pts, 255), "source")), res.plan_id));
+	assert_non_null(strstr(json_string_value(json_object_get(
+	                json_array_get(pts, 0), "source")), "phase 0"));
+	json_decref(root);
+	tm_cal_result_clear(&res);
+
+	t.cp_points = 2;
+	t.cp_old_run = false;
+	make_run(&t, busy);
+	calibrate_ok(&t, &res);
+	assert_non_null(strstr(res.table, "note: h0:0 (rank 0): its coupling, "
+	                       "refitted with the run's steady state, is not "
+	                       "identified (3 steady states for 5 unknowns"));
+	root = json_loads(res.profile, 0, NULL);
+	assert_int_equal(json_array_size(json_object_get(coupling_json(root, 0),
+	                 "points")), 2);
+	assert_true(json_number_value(json_object_get(entry_json(root, 0),
+	            "ambient_c")) == t.ambient[0]);
+	assert_null(json_object_get(json_object_get(entry_json(root, 0),
+	            "calibrated"), "ambient_c"));
+	json_decref(root);
+	tm_cal_result_clear(&res);
+}
+
 /* ---- the process list and the job's new fields ----------------------------------- */
 
 #define U0 "GPU-a0000000-0000-4000-8000-000000000000"
@@ -1599,6 +1809,8 @@ int main(void)
 		cmocka_unit_test(test_unused),
 		cmocka_unit_test(test_bg_nopids),
 		cmocka_unit_test(test_bg_refusals),
+		cmocka_unit_test(test_coupling_refit),
+		cmocka_unit_test(test_coupling_bounds),
 		cmocka_unit_test(test_procs_parse),
 		cmocka_unit_test(test_job_fields),
 		cmocka_unit_test(test_derate_times),

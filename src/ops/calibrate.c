@@ -22,10 +22,13 @@
  *  - temp_fit_sd_c: the spread of the thermal fit, from its residuals at
  *    the job's (power, temperature) points, with the heat of each GPU's
  *    neighbours.
- * It does not move ambient_c or r_c_per_w: a job point measures the
- * conditions of one run as much as the fit (docs/calibrate.md, "The
+ *  - a coupling (profile --phases) with its steady states: the run's joins
+ *    them and the joint fit is refitted (tm_coupling_fit).
+ * Otherwise it does not move ambient_c or r_c_per_w: a job point measures
+ * the conditions of one run as much as the fit (docs/calibrate.md, "The
  * thermal fit"). It does not plan, and a calibration replaces earlier
- * calibrated values rather than accumulating runs.
+ * calibrated values rather than accumulating runs (a coupling's run
+ * points excepted).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -2037,6 +2040,177 @@ static void fit_spread(cal *C, const tm_problem *pb, why *W)
 	free(done);
 }
 
+/* ---- the coupling refit with the run's steady state ------------------------ */
+
+/* A point calibrate adds to a coupling: "run plan ID (telemetry ...)";
+ * every other point is the profile's (its phases) and is never dropped. */
+#define RUN_POINT "run plan "
+/* The most points a coupling holds (the profile format's bound). */
+#define MAX_POINTS 256
+
+/* The flat GPU that coupling source s of GPU g names: another GPU of its
+ * host, by UUID where both have one, else by index (problem.c's join,
+ * which the model keeps to itself); -1 when the cluster has none. */
+static int source_flat(const tm_problem *pb, int g, const tm_coupling_src *s)
+{
+	int h = pb->gpu_host[g];
+	const tm_node *n = &pb->c->nodes[h];
+	for (int i = 0; i < n->ngpus; i++) {
+		const tm_gpu *x = &n->gpus[i];
+		int f = pb->host_first[h] + i;
+		if (f != g && (s->uuid && x->uuid ? !strcmp(s->uuid, x->uuid) :
+		               s->index >= 0 && x->index == s->index))
+			return f;
+	}
+	return -1;
+}
+
+static bool run_point(const tm_coupling *c, int i)
+{
+	return c->point_source && c->point_source[i] &&
+	       !strncmp(c->point_source[i], RUN_POINT, strlen(RUN_POINT));
+}
+
+static void drop_point(tm_coupling *c, int i)
+{
+	int w = 2 + c->nfrom;
+	free(c->point_source ? c->point_source[i] : NULL);
+	memmove(&c->points[(size_t)i * (size_t)w],
+	        &c->points[(size_t)(i + 1) * (size_t)w],
+	        sizeof(double) * (size_t)w * (size_t)(c->npoints - i - 1));
+	if (c->point_source)
+		memmove(&c->point_source[i], &c->point_source[i + 1],
+		        sizeof *c->point_source * (size_t)(c->npoints - i - 1));
+	c->npoints--;
+}
+
+/* The run's steady state (pt: temperature, power, the sources' powers)
+ * into c's points, last: the same run's point replaced, and at
+ * MAX_POINTS the oldest run's dropped. false when every point is the
+ * profile's and there is no room. */
+static bool add_point(tm_coupling *c, const double *pt, const char *src)
+{
+	int w = 2 + c->nfrom, oldest = -1;
+	for (int i = 0; i < c->npoints; i++)
+		if (run_point(c, i) && !strcmp(c->point_source[i], src)) {
+			drop_point(c, i);
+			break;
+		}
+	for (int i = 0; i < c->npoints && oldest < 0; i++)
+		if (run_point(c, i))
+			oldest = i;
+	if (c->npoints >= MAX_POINTS && oldest < 0)
+		return false;
+	if (c->npoints >= MAX_POINTS)
+		drop_point(c, oldest);
+	bool named = c->point_source != NULL;
+	c->points = xrealloc(c->points, sizeof(double) * (size_t)w *
+	                     (size_t)(c->npoints + 1));
+	c->point_source = xrealloc(c->point_source, sizeof *c->point_source *
+	                           (size_t)(c->npoints + 1));
+	if (!named)   /* points without sources: the profile's, unnamed */
+		memset(c->point_source, 0, sizeof *c->point_source *
+		       (size_t)c->npoints);
+	memcpy(&c->points[(size_t)c->npoints * (size_t)w], pt,
+	       sizeof(double) * (size_t)w);
+	c->point_source[c->npoints++] = xstrdup(src);
+	return true;
+}
+
+/* A refit of one GPU's coupling (fit_couplings). */
+typedef struct refit {
+	tm_coupling *c;         /* the refitted coupling, owned; NULL: none */
+	tm_thermal_fit fit;
+	int nruns;              /* run points among its points */
+} refit;
+
+/* "thermap calibrate: joint fit over 9 steady states (8 of the profile,
+ * 1 of runs: the last plan ID), residual sd 0.31 °C". */
+static char *refit_how(const cal *C, const refit *F)
+{
+	strbuf b;
+	sb_init(&b);
+	sb_addf(&b, "thermap calibrate: joint fit over %d steady states (%d of "
+	        "the profile, %d of runs: the last plan %s), residual sd %.2f "
+	        "°C", F->c->npoints, F->c->npoints - F->nruns, F->nruns,
+	        C->plan.id, F->fit.sd_c);
+	return b.s;
+}
+
+/* GPU r's coupling with the run's point, refitted; F->c set when the
+ * refit is identified, else a note says why. */
+static void refit_gpu(cal *C, const tm_problem *pb, int r, refit *F)
+{
+	const tm_cal_gpu *G = &C->g[r];
+	const tm_coupling *c0 = entry_of(C, pb, r)->coupling;
+	int w = 2 + c0->nfrom;
+	double *pt = xmalloc(sizeof(double) * (size_t)w);
+	double *idle = xmalloc(sizeof(double) * (size_t)(c0->nfrom + 1));
+	char src[600];
+	tm_coupling *c = NULL;
+
+	/* as the profile writer writes a point: 0.01 °C, 0.01 W */
+	pt[0] = round(G->temp_c * 100) / 100;
+	pt[1] = round(G->power_w * 100) / 100;
+	for (int k = 0; k < c0->nfrom; k++) {
+		int h = source_flat(pb, C->flat[r], &c0->from[k]);
+		if (h < 0 || !isfinite(C->gpw[h])) {
+			sb_addf(&C->notes, "note: %s:%d (rank %d): its coupling is not "
+			        "refitted: its neighbour %d%s has no measured power in "
+			        "the run\n", G->host, G->index, r, c0->from[k].index,
+			        h < 0 ? " is not in the cluster and" : "");
+			goto out;
+		}
+		pt[2 + k] = round(C->gpw[h] * 100) / 100;
+		idle[k] = pb->p_idle[h];
+	}
+	snprintf(src, sizeof src, "%s%s (%s)", RUN_POINT, C->plan.id,
+	         C->files.s);
+	c = tm_coupling_dup(c0);
+	if (!add_point(c, pt, src)) {
+		sb_addf(&C->notes, "note: %s:%d (rank %d): its coupling is not "
+		        "refitted: its %d points are all the profile's\n", G->host,
+		        G->index, r, c->npoints);
+		goto out;
+	}
+	if (!tm_coupling_fit(c, idle, &F->fit)) {
+		sb_addf(&C->notes, "note: %s:%d (rank %d): its coupling, refitted "
+		        "with the run's steady state, is not identified (%s); the "
+		        "fit and the coupling stay the profile's\n", G->host,
+		        G->index, r, F->fit.why);
+		goto out;
+	}
+	for (int i = 0; i < c->npoints; i++)
+		F->nruns += run_point(c, i);
+	F->c = c;
+	c = NULL;
+	free(F->c->how);
+	F->c->how = refit_how(C, F);
+out:
+	tm_coupling_free(c);
+	free(pt);
+	free(idle);
+}
+
+/* Where a GPU of the plan has a coupling with its steady states (profile
+ * --phases), the run is one more: its settled mean temperature and
+ * power, and its neighbours' measured powers, refitted jointly with the
+ * profile's points and earlier runs' (tm_coupling_fit). One run among
+ * phases moves the fit by what it adds, not to itself (docs/calibrate.md,
+ * "The thermal fit"). Identified: the fit, its spread and the coupling
+ * are the refit's. */
+static void fit_couplings(cal *C, const tm_problem *pb, refit *F)
+{
+	for (int r = 0; r < job_of(C)->world; r++) {
+		const tm_gpu_profile *e = entry_of(C, pb, r);
+		if (!e->coupling || !e->coupling->npoints)
+			continue;
+		refit_gpu(C, pb, r, &F[r]);
+		if (F[r].c)
+			C->g[r].fit_sd_c = F[r].fit.sd_c;
+	}
+}
+
 /* ---- the calibrated profile --------------------------------------------------- */
 
 /* What was fitted must fit the profile's ranges (profile.c); only inputs
@@ -2294,12 +2468,36 @@ static void put_bg(cal *C, tm_gpu_profile *e, const tm_cal_gpu *G, int g,
 	put(e, TM_PF_BACKGROUND_SD_W, G->bg_sd, 2, line, ncal);
 }
 
+/* The refitted coupling's lines (ambient_c, r_c_per_w, temp_fit_sd_c)
+ * and the coupling itself, which takes the refit's place. */
+static void put_refit(tm_gpu_profile *e, const tm_cal_gpu *G, refit *F,
+                      const char *src, int *ncal)
+{
+	char line[1536], how[600];
+	tm_text(how, sizeof how, F->c->how);
+	snprintf(line, sizeof line, "%s: the run's steady state (%.2f C at "
+	         "%.2f W) added to its coupling's points and the whole refitted "
+	         "(%s); before: %.4g C", src, G->temp_c, G->power_w, how,
+	         e->ambient_c);
+	put(e, TM_PF_AMBIENT_C, F->fit.ambient_c, 1, line, ncal);
+	snprintf(line, sizeof line, "%s: the same refit (%s); before: %.4g C/W",
+	         src, how, e->r_c_per_w);
+	put(e, TM_PF_R_C_PER_W, F->fit.r_c_per_w, 4, line, ncal);
+	snprintf(line, sizeof line, "%s: the refit's residual sd over %d steady "
+	         "states, at least %g C; before: %.4g C", src, F->c->npoints,
+	         TM_FIT_SD_FLOOR_C, e->temp_fit_sd_c);
+	put(e, TM_PF_TEMP_FIT_SD_C, F->fit.sd_c, 2, line, ncal);
+	tm_coupling_free(e->coupling);
+	e->coupling = F->c;
+	F->c = NULL;
+}
+
 /* The calibrated profile: the prior (C->p, whose derates already hold
  * the fitted ones) with every fitted field set and its line, written as
  * every profile is. Each line is made before its field is set, so that
  * "before" is the prior's value. */
 static char *write_profile(cal *C, const tm_problem *pb, const why *W,
-                           int *ncal, int *nentries)
+                           refit *F, int *ncal, int *nentries)
 {
 	int nr = job_of(C)->world;
 	char line[1536], a[32], b[32], src[512];
@@ -2333,7 +2531,9 @@ static char *write_profile(cal *C, const tm_problem *pb, const why *W,
 			put(e, TM_PF_DERATE_SD, G->derate_sd, 4, line, ncal);
 			e->derate_basis = G->derate_basis;
 		}
-		if (!isnan(G->fit_sd_c)) {
+		if (F[r].c) {
+			put_refit(e, G, &F[r], src, ncal);
+		} else if (!isnan(G->fit_sd_c)) {
 			char heat[96] = "";
 			if (W[r].heat != 0)
 				snprintf(heat, sizeof heat, " with %+.2f C of its "
@@ -2753,6 +2953,7 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	cal C;
 	tm_problem *pb0 = NULL, *pb1 = NULL;
 	why *W = NULL;
+	refit *F = NULL;
 	double *busy = NULL, *pw = NULL, *tc = NULL;
 	int rc, nr = 0;
 
@@ -2776,6 +2977,7 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	C.g = xcalloc((size_t)nr, sizeof *C.g);
 	C.why_derate = xcalloc((size_t)nr, sizeof *C.why_derate);
 	W = xcalloc((size_t)nr, sizeof *W);
+	F = xcalloc((size_t)nr, sizeof *F);
 	busy = xmalloc(sizeof(double) * (size_t)nr);
 	pw = xmalloc(sizeof(double) * (size_t)nr);
 	tc = xmalloc(sizeof(double) * (size_t)nr);
@@ -2808,10 +3010,11 @@ int tm_calibrate(const tm_cal_opts *o, tm_cal_result *res, tm_error *err)
 	fit_background_unused(&C, pb1);
 	fit_waits(&C, pb1, W);
 	fit_spread(&C, pb0, W);
+	fit_couplings(&C, pb0, F);
 	name_gpus(&C, W);
 	if ((rc = in_range(&C, W, err)))
 		goto out;
-	res->profile = write_profile(&C, pb0, W, &res->ncalibrated,
+	res->profile = write_profile(&C, pb0, W, F, &res->ncalibrated,
 	                             &res->nentries);
 	res->ngpu = nr;
 	if ((rc = after(&C, res, pw, tc, err)))
@@ -2841,6 +3044,9 @@ out:
 	tm_problem_free(pb0);
 	tm_problem_free(pb1);
 	cal_free(&C);
+	for (int r = 0; F && r < nr; r++)
+		tm_coupling_free(F[r].c);
+	free(F);
 	free(W);
 	free(busy);
 	free(pw);
