@@ -9,9 +9,14 @@ tp-cp-ep-dp-pp), the 1F1B schedule with the run's microbatches, and for
 every stage s its measured times per microbatch, as thermap's model uses
 them (docs/model.md, section 2):
 
-  fwd_ms  median, over the measured (non-warm-up) iterations of all the
+  fwd_ms  median, over the measured (non-warm-up) iterations of the
           data-parallel ranks of stage s, of the rank's forward compute
-          time in the iteration divided by the microbatches
+          time in the iteration divided by the microbatches; a rank
+          whose own median compute is more than 2 % above the stage's
+          fastest ran on a slowed GPU (another process on it, say) and is
+          left out: calibrate measures that GPU's slowness as its derate,
+          relative to the stage's fastest, and the stage's time must not
+          count it again
   bwd_ms  the same for the backward compute time
   act_mib the activation one microbatch sends to the next stage (MiB)
   layers  the stage's blocks (thermap only reports it)
@@ -47,6 +52,8 @@ import statistics
 import sys
 
 PROG = "to_job.py"
+# a rank this much slower than its stage's fastest ran on a slowed GPU
+SLOW_REL = 0.02
 MAX_UNIX_S = 1e11     # what thermap's job loader accepts
 MAX_PID = 2147483647
 SAME = ("world", "dp", "pp", "layers", "hidden", "vocab", "seq",
@@ -216,10 +223,21 @@ def build_job(logdir, name, nproc):
         ranks = [s * dp + d for d in range(dp)]
         fwd, bwd = [], []
         for r in ranks:
-            its = logs[r][1]
-            if not its:
+            if not logs[r][1]:
                 raise Bad("%s: no measured (non-warm-up) iterations"
                           % files[r])
+        # the stage's work is its GPUs' at full speed: a rank resolvably
+        # slower than the stage's fastest (beyond the 2 % thermap
+        # calibrate takes as a derate's floor) ran on a slowed GPU, and
+        # calibrate measures that slowness as the GPU's derate; in the
+        # stage's time too it would count twice
+        own = {r: statistics.median([(it["fwd_ms"] + it["bwd_ms"]) / m
+                                     for it in logs[r][1]]) for r in ranks}
+        fastest = min(own.values())
+        for r in ranks:
+            if own[r] > fastest * (1 + SLOW_REL):
+                continue
+            its = logs[r][1]
             fwd += [it["fwd_ms"] / m for it in its]
             bwd += [it["bwd_ms"] / m for it in its]
         stage = {"layers": ref["layers"][s],
