@@ -368,7 +368,7 @@ static void every_rec(const tm_problem *pb, int r, int *cur, bool *used,
  * reference time t_ref, as the solvers rank them (section 7): each
  * criterion's best, the next among those within its tolerance bound. */
 static int lex_best(const tm_problem *pb, const every *E, const bool *ok,
-                    const int *crit, int nc, double t_ref)
+                    const int *crit, int nc, double t_ref, double slack)
 {
 	bool *in = xmalloc(sizeof(bool) * (size_t)E->n);
 	int best = -1;
@@ -391,7 +391,8 @@ static int lex_best(const tm_problem *pb, const every *E, const bool *ok,
 				continue;
 			tm_eval_flat(pb, &E->flat[(size_t)i * pb->nranks], t_ref, &ev);
 			in[i] = tm_crit_value(&ev, crit[k]) <=
-			        (k + 1 == nc ? b : tm_crit_bound(pb, crit[k], b));
+			        (k + 1 == nc ? b : tm_crit_bound(pb, crit[k], b) *
+			         (crit[k] == TM_CRIT_WEAR ? 1 + slack : 1));
 		}
 	}
 	free(in);
@@ -407,7 +408,8 @@ static bool oracle_won(int crit, const tm_gain *g)
 
 /* What the rule decides: -1 kept, -2 a trade, else the criterion that
  * decided; *pick the placement written. */
-static int oracle(const tm_problem *pb, const every *E, int *pick)
+static int oracle(const tm_problem *pb, const every *E, int *pick,
+                  double slack)
 {
 	const int W = pb->nranks;
 	bool *ok = xmalloc(sizeof(bool) * (size_t)E->n);
@@ -447,9 +449,10 @@ static int oracle(const tm_problem *pb, const every *E, int *pick)
 		for (int i = 0; i < E->n; i++) {
 			tm_eval ev;
 			tm_eval_flat(pb, &E->flat[(size_t)i * W], t_ref, &ev);
-			ok[i] = ok[i] && ev.peak_ref_c <= pcap + 1e-9;
+			/* GLPK holds its rows to 1e-7 of their scale */
+			ok[i] = ok[i] && ev.peak_ref_c <= pcap + 1e-6 * (1 + fabs(pcap));
 		}
-		b = lex_best(pb, E, ok, crit, nc, t_ref);
+		b = lex_best(pb, E, ok, crit, nc, t_ref, slack);
 		tm_gain_of(pb, pb->ref_gpu, &E->flat[(size_t)b * W], &g);
 		if (b != ref && oracle_won(steps[s], &g) && steps[s] == TM_CRIT_TIME) {
 			/* time decided: the placements within the floor of b's
@@ -469,7 +472,7 @@ static int oracle(const tm_problem *pb, const every *E, int *pick)
 				if (ok[i])
 					t_ref = fmin(t_ref, t);
 			}
-			a = lex_best(pb, E, ok, ct, nt, t_ref);
+			a = lex_best(pb, E, ok, ct, nt, t_ref, slack);
 			tm_gain_of(pb, pb->ref_gpu, &E->flat[(size_t)a * W], &ga);
 			if (a != b && a != ref &&
 			    (oracle_won(TM_CRIT_TIME, &ga) ||
@@ -505,7 +508,7 @@ static int oracle(const tm_problem *pb, const every *E, int *pick)
  * decided it. */
 static void test_rule_brute(void **state)
 {
-	int agree = 0, moved = 0, by[5] = { 0 }, nocase = 0;
+	int agree = 0, moved = 0, by[5] = { 0 }, nocase = 0, wear_edge = 0;
 	(void)state;
 	tt_seq.s = 28282828;
 	for (int it = 0; it < 120; it++) {
@@ -552,7 +555,16 @@ static void test_rule_brute(void **state)
 		assert_int_equal(tm_run_policy(c, p, j, pol, false, &run, &e), 0);
 		assert_int_equal(tm_problem_new(c, p, j, pol, false, &pb, &e), 0);
 		every_rec(pb, 0, cur, used, &E);
-		want = oracle(pb, &E, &pick);
+		want = oracle(pb, &E, &pick, 0);
+		/* with neighbours' heat the program ranks wear by tangents,
+		 * within 3.8·10⁻⁵ of itself (docs/model.md, 10): a placement
+		 * that far past the wear's tolerance may be its choice */
+		if (want != run.sol.rule.decided_by && want != -2 &&
+		    pb->coupled &&
+		    oracle(pb, &E, &pick, 5e-5) == run.sol.rule.decided_by) {
+			want = run.sol.rule.decided_by;
+			wear_edge++;
+		}
 		tm_placement_to_flat(run.pb, run.sol.pl, got);
 		if (run.sol.rule.verdict == TM_VERDICT_MOVE) {
 			tm_gain g;
@@ -586,9 +598,11 @@ static void test_rule_brute(void **state)
 		tt_free(NULL, pol, j, p, c);
 	}
 	print_message("rule vs every placement: %d of 120 agree (%d kept, %d by "
-	              "time, %d by peak, %d by wear; %d trades left out); %d "
-	              "moved\n", agree, by[0], by[1 + TM_CRIT_TIME],
-	              by[1 + TM_CRIT_PEAK], by[1 + TM_CRIT_WEAR], nocase, moved);
+	              "time, %d by peak, %d by wear; %d trades left out; %d on "
+	              "the wear's tangent edge); %d moved\n", agree, by[0],
+	              by[1 + TM_CRIT_TIME], by[1 + TM_CRIT_PEAK],
+	              by[1 + TM_CRIT_WEAR], nocase, wear_edge, moved);
+	assert_true(wear_edge <= 2);
 	assert_true(by[1 + TM_CRIT_TIME] > 0 && by[1 + TM_CRIT_PEAK] > 0 &&
 	            by[0] > 0);
 }

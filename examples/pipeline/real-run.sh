@@ -79,7 +79,8 @@
 #                  --microbatches 8); e.g. --layers 6,10 moves blocks to
 #                  the last stage; --pp times --dp must be the GPU count
 #   PHASE_IDLE_S, PHASE_ALL_S, PHASE_EACH_S, PHASE_TAIL_S
-#                  the coupling schedule (defaults 20, 40, 30, 10)
+#                  the coupling schedule (defaults 30, 40, 30, 0; a phase
+#                  must last more than 21 s to count in profile --phases)
 #   RUN_S          each job run's measured seconds after warm-up (60)
 #   FOREIGN_GPU    unset: none; an nvidia-smi index: a foreign matrix load
 #                  on that GPU from before the identity run to the end
@@ -130,10 +131,10 @@ TORCHRUN=${TORCHRUN:-}
 if [ -z "$TORCHRUN" ] && [ -z "${PYTHON:-}" ] && command -v torchrun >/dev/null 2>&1; then
 	TORCHRUN=torchrun
 fi
-PHASE_IDLE_S=${PHASE_IDLE_S:-20}
+PHASE_IDLE_S=${PHASE_IDLE_S:-30}
 PHASE_ALL_S=${PHASE_ALL_S:-40}
 PHASE_EACH_S=${PHASE_EACH_S:-30}
-PHASE_TAIL_S=${PHASE_TAIL_S:-10}
+PHASE_TAIL_S=${PHASE_TAIL_S:-0}
 RUN_S=${RUN_S:-60}
 FOREIGN_GPU=${FOREIGN_GPU:-}
 FIELDS=timestamp,index,pci.bus_id,uuid,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.sm,clocks.max.sm,utilization.gpu,clocks_event_reasons.active,temperature.gpu.tlimit

@@ -247,6 +247,45 @@ double tm_host_power_in(const tm_problem *pb, const int *flat, int r, int h,
 	return power_at(pb, flat, r / pb->nproc, h, t);
 }
 
+/* The joint fit's row of rank r in placement flat at time t: 1, its
+ * GPU's power, each source's power above its idle power (k numbers). */
+static void fit_row(const tm_problem *pb, const int *flat, int r, double t,
+                    double *x)
+{
+	int g = flat[r], n = r / pb->nproc, k = 2;
+	x[0] = 1;
+	x[1] = tm_rank_power(pb, r, g, t);
+	for (int j = pb->cp_first[g]; j < pb->cp_first[g + 1]; j++) {
+		int h = pb->cp_src[j];
+		x[k++] = power_at(pb, flat, n, h, t) - pb->p_idle[h];
+	}
+}
+
+double tm_fit_spread_in(const tm_problem *pb, const int *fa, int ra,
+                        double ta, const int *fb, int rb, double tb)
+{
+	int g = fa[ra], k;
+	double *x, *y, q = 0;
+	const double *V;
+	if (!pb->coupled || !pb->cp_cov_at || pb->cp_cov_at[g] < 0)
+		return NAN;
+	k = 2 + pb->cp_first[g + 1] - pb->cp_first[g];
+	V = &pb->cp_cov[pb->cp_cov_at[g]];
+	x = xmalloc(sizeof(double) * (size_t)k * 2);
+	y = x + k;
+	fit_row(pb, fa, ra, ta, x);
+	if (fb) {
+		fit_row(pb, fb, rb, tb, y);
+		for (int i = 0; i < k; i++)
+			x[i] -= y[i];
+	}
+	for (int i = 0; i < k; i++)
+		for (int j = 0; j < k; j++)
+			q += x[i] * V[(size_t)i * (size_t)k + (size_t)j] * x[j];
+	free(x);
+	return isfinite(q) ? pb->t_fit_sd[g] * sqrt(fmax(0, q)) : NAN;
+}
+
 double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
                        double t, double *sd)
 {
@@ -261,8 +300,12 @@ double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
 		x += pb->cp_c[k] * dp;
 		v += pb->cp_sd[k] * dp * (pb->cp_sd[k] * dp);
 	}
-	if (sd)
-		*sd = sqrt(v);
+	if (sd) {
+		/* the fit's coefficients with their correlations where its
+		 * points give them; else each coupling's own uncertainty */
+		double f = tm_fit_spread_in(pb, flat, r, t, NULL, 0, 0);
+		*sd = isfinite(f) ? f : sqrt(v);
+	}
 	return x;
 }
 

@@ -53,6 +53,14 @@ struct tm_problem {
 	 * when the profile gives no coupling */
 	int *cp_first, *cp_src;
 	double *cp_c, *cp_sd;
+	/* the joint fit's (XᵀX)⁻¹ over its points, per coupled GPU whose
+	 * every source is in the cluster: columns 1, its own power, then its
+	 * sources' powers above idle (k = 2 + sources, cp_cov[cp_cov_at[g]]
+	 * row-major; cp_cov_at[g] < 0: none), so that a prediction's
+	 * uncertainty from the fit's coefficients is s·√(xᵀ(XᵀX)⁻¹x) with
+	 * their correlations */
+	long *cp_cov_at;
+	double *cp_cov;
 	bool coupled;         /* some GPU has a coupling source */
 	double time_cap_ms;   /* no placement slower than this (INFINITY:
 	                         none); the evidence rule's re-solves set it */
@@ -170,6 +178,12 @@ double tm_rank_temp_in(const tm_problem *pb, const int *flat, int r,
                        double t);
 double tm_rank_heat_in(const tm_problem *pb, const int *flat, int r,
                        double t, double *sd);
+/* The uncertainty that a coupled GPU's joint fit's coefficients give
+ * the prediction of rank ra in placement fa at time ta (with fb, the
+ * difference from rank rb, on the same GPU, in fb at tb): s·√(xᵀ(XᵀX)⁻¹x),
+ * s the fit's spread; NAN when the profile's points do not give it. */
+double tm_fit_spread_in(const tm_problem *pb, const int *fa, int ra,
+                        double ta, const int *fb, int rb, double tb);
 /* The power GPU h of rank r's host draws in placement flat at iteration
  * time t: its rank's, or its unused power. */
 double tm_host_power_in(const tm_problem *pb, const int *flat, int r, int h,

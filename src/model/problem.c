@@ -45,6 +45,8 @@ void tm_problem_free(tm_problem *pb)
 	free(pb->cp_src);
 	free(pb->cp_c);
 	free(pb->cp_sd);
+	free(pb->cp_cov_at);
+	free(pb->cp_cov);
 	free(pb->t_fit_sd);
 	free(pb->derate_sd);
 	free(pb->mem_gib);
@@ -621,9 +623,54 @@ static void background_note(tm_problem *pb)
 	}
 }
 
+/* (XᵀX)⁻¹ of GPU g's joint fit over its points, appended to cp_cov:
+ * rows 1, its own power, each source's power above the source's idle
+ * power (cp_src from cp_first[g] on, in the order of the entry's from,
+ * every one of them matched). Left out when the points cannot give it. */
+static void coupling_cov(tm_problem *pb, int g, const tm_coupling *c,
+                         long *ncov)
+{
+	int k = 2 + c->nfrom, np = c->npoints, w = 2 + c->nfrom;
+	double *X, *y, *xtx, *xty, *b, *inv;
+
+	if (pb->cp_first[g + 1] - pb->cp_first[g] != c->nfrom || np < k + 1)
+		return;
+	X = xmalloc(sizeof(double) * (size_t)np * (size_t)k);
+	y = xmalloc(sizeof(double) * (size_t)np);
+	xtx = xmalloc(sizeof(double) * (size_t)k * (size_t)k);
+	xty = xmalloc(sizeof(double) * (size_t)k);
+	b = xmalloc(sizeof(double) * (size_t)k);
+	inv = xmalloc(sizeof(double) * (size_t)k * (size_t)k);
+	for (int i = 0; i < np; i++) {
+		const double *q = &c->points[(size_t)i * (size_t)w];
+		double *x = &X[(size_t)i * (size_t)k];
+		y[i] = q[0];
+		x[0] = 1;
+		x[1] = q[1];
+		for (int j = 0; j < c->nfrom; j++)
+			x[2 + j] = q[2 + j] - pb->p_idle[pb->cp_src[pb->cp_first[g] + j]];
+	}
+	tm_lsq_normal(X, y, np, k, xtx, xty);
+	if (tm_lsq_solve(xtx, xty, k, NULL, b, inv, NULL) == 0) {
+		pb->cp_cov = xrealloc(pb->cp_cov, sizeof(double) *
+		                      (size_t)(*ncov + (long)k * k));
+		memcpy(&pb->cp_cov[*ncov], inv, sizeof(double) * (size_t)k *
+		       (size_t)k);
+		pb->cp_cov_at[g] = *ncov;
+		*ncov += (long)k * k;
+	}
+	free(X);
+	free(y);
+	free(xtx);
+	free(xty);
+	free(b);
+	free(inv);
+}
+
 static void coupling(tm_problem *pb, const tm_profile *p)
 {
 	int n = 0, lost = 0, cap = 0;
+	long ncov = 0;
 	pb->cp_first = xcalloc((size_t)pb->ngpu + 1, sizeof(int));
 	for (int g = 0; g < pb->ngpu; g++) {
 		const tm_gpu_profile *e = pb->prof[g] >= 0 ? &p->gpus[pb->prof[g]] :
@@ -654,6 +701,16 @@ static void coupling(tm_problem *pb, const tm_profile *p)
 	}
 	pb->cp_first[pb->ngpu] = n;
 	pb->coupled = n > 0;
+	if (pb->coupled) {
+		pb->cp_cov_at = xmalloc(sizeof(long) * (size_t)pb->ngpu);
+		for (int g = 0; g < pb->ngpu; g++) {
+			const tm_gpu_profile *e = pb->prof[g] >= 0 ?
+			                          &p->gpus[pb->prof[g]] : NULL;
+			pb->cp_cov_at[g] = -1;
+			if (e && e->coupling && pb->cp_first[g] < pb->cp_first[g + 1])
+				coupling_cov(pb, g, e->coupling, &ncov);
+		}
+	}
 	background_note(pb);
 	if (pb->coupled) {
 		int ng = 0;
