@@ -141,6 +141,7 @@ libthermap.a: $(B)/libthermap.a
 HARNESSES = tests/cli/run.sh tests/cli/options.sh tests/cli/inert.sh \
             tests/cli/writes.sh tests/profile/fixtures.sh \
             tests/topo/fixtures.sh tests/real/replay.sh tests/real/duty.sh \
+            tests/real/loop.sh \
             tests/lp/run.sh tests/compare/run.sh tests/replan/run.sh \
             tests/calibrate/run.sh tests/scale/run.sh tests/fuzz/cli.sh \
             tests/launch/run.sh tests/profile/live.sh tests/topo/local.sh \
