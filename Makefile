@@ -34,7 +34,7 @@ TEST_BIN = $(TESTS:%=$(B)/%)
 # under the sanitizers)
 FUZZ     = cluster profile job policy plan layout tele_csv tele_dmon \
            tele_capture tele_prom tele_qrange tele_labels tele_phases topo_smi topo_gpus \
-           topo_hwloc topo_nccl
+           topo_hwloc topo_nccl procs
 FUZZ_SECONDS ?= 10
 FUZZ_CC  ?= clang
 FUZZ_WARN = $(WARN) -Wno-unknown-warning-option

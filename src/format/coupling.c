@@ -17,16 +17,6 @@
 
 #include "format/format.h"
 
-/* x as the profile writer writes it with d decimals, read back. */
-static double written(double x, int d)
-{
-	char buf[64];
-	if (!isfinite(x))
-		return x;
-	snprintf(buf, sizeof buf, "%.*f", d, x);
-	x = strtod(buf, NULL);
-	return x == 0 ? 0 : x;
-}
 
 /* "GPU 3", or by UUID where the source has no index. */
 static const char *src_name(const tm_coupling_src *s, char *buf, size_t cap)
@@ -170,8 +160,9 @@ bool tm_coupling_fit(tm_coupling *c, const double *idle, tm_thermal_fit *fit)
 	}
 	for (int k = 0; k < m; k++) {
 		double v = inv[(size_t)(2 + k) * (size_t)p + (size_t)(2 + k)];
-		c->from[k].c_per_w = written(b[2 + k], 5);
-		c->from[k].sd_c_per_w = written(s * sqrt(fmax(v, 0)), 5);
+		c->from[k].c_per_w = tm_round_as_written(b[2 + k], 5);
+		c->from[k].sd_c_per_w = tm_round_as_written(s * sqrt(fmax(v, 0)),
+		                                            5);
 		if (c->from[k].sd_c_per_w > worst_sd) {
 			worst_sd = c->from[k].sd_c_per_w;
 			worst = k;

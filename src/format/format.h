@@ -65,6 +65,8 @@ int jin_bool(const jin *J, struct json_t *obj, const char *path, const char *key
  * "calibrated") line, how (NULL drops it). took: appends name to
  * "from_baseline"; untake drops it from there. */
 void tm_gpu_profile_init(tm_gpu_profile *g);
+/* x as the profile writer writes it with d decimals, read back. */
+double tm_round_as_written(double x, int d);
 void tm_gpu_profile_clear(tm_gpu_profile *g);
 void tm_gpu_profile_round(tm_gpu_profile *g);
 double *tm_gpu_profile_num(tm_gpu_profile *g, int field);

@@ -147,7 +147,7 @@ void tm_gpu_profile_init(tm_gpu_profile *g)
 
 /* x as the writer writes it with d decimals, read back: printf rounds the
  * exact binary value to nearest, a tie to even; -0 is written 0. */
-static double round_as_written(double x, int d)
+double tm_round_as_written(double x, int d)
 {
 	char buf[64];
 	if (!isfinite(x))
@@ -160,7 +160,7 @@ static double round_as_written(double x, int d)
 void tm_gpu_profile_round(tm_gpu_profile *g)
 {
 	for (int f = 0; f < NFIELDS; f++)
-		*field_of(g, f) = round_as_written(*field_of(g, f),
+		*field_of(g, f) = tm_round_as_written(*field_of(g, f),
 		                                   fields[f].decimals);
 }
 
@@ -209,7 +209,7 @@ void tm_gpu_profile_took(tm_gpu_profile *g, const char *name)
  * value the builder makes, as it rounds to them), else exactly. */
 static void put_num(jw *w, const char *key, double v, int decimals)
 {
-	if (round_as_written(v, decimals) == v || !isfinite(v))
+	if (tm_round_as_written(v, decimals) == v || !isfinite(v))
 		jw_num(w, key, v, decimals);
 	else
 		jw_real(w, key, v);

@@ -303,7 +303,7 @@ bool tm_gain_worth(const tm_gain *g, double rate)
 	return t_lo > 0 && t_lo * rate >= -(c - sd);  /* faster, hotter */
 }
 
-static const char *ordinal(int k, char *buf, size_t n)
+const char *tm_ordinal(int k, char *buf, size_t n)
 {
 	static const char *const sfx[] = { "th", "st", "nd", "rd" };
 	int u = k % 10, t = k % 100;
@@ -321,7 +321,7 @@ void tm_gain_text(const tm_gain *g, strbuf *b)
 	        "cooler" : "hotter");
 	if (g->hot_rank > 1)
 		sb_addf(b, ", the %s hottest GPU %.1f ± %.1f °C %s",
-		        ordinal(g->hot_rank, o, sizeof o), fabs(g->hot_c),
+		        tm_ordinal(g->hot_rank, o, sizeof o), fabs(g->hot_c),
 		        g->hot_sd, g->hot_c >= 0 ? "cooler" : "hotter");
 	else if (g->hot_rank == 0)
 		sb_add(b, ", every GPU's temperature within its uncertainty");

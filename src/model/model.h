@@ -255,6 +255,8 @@ bool tm_gain_won(const tm_gain *g, const tm_min_gain *mg);
 /* At rate °C of peak per 1 % of time (NAN: none), is what g wins worth
  * what it loses, each at the unfavourable end of its uncertainty? */
 bool tm_gain_worth(const tm_gain *g, double rate);
+/* "1st", "2nd", "3rd", "4th", …, "11th", "21st" into buf */
+const char *tm_ordinal(int k, char *buf, size_t n);
 /* "1.86 ± 0.50 % faster, peak 3.8 ± 1.7 °C hotter, wear as if …" */
 void tm_gain_text(const tm_gain *g, strbuf *b);
 

@@ -190,15 +190,6 @@ static void set_placement(const tm_problem *pb, tm_solution *sol,
 	sol->ev.feasible = true;
 }
 
-static const char *ordinal(int k, char *buf, size_t n)
-{
-	static const char *const sfx[] = { "th", "st", "nd", "rd" };
-	int u = k % 10, t = k % 100;
-	snprintf(buf, n, "%d%s", k, (u >= 1 && u <= 3 && (t < 11 || t > 13)) ?
-	         sfx[u] : sfx[0]);
-	return buf;
-}
-
 static void time_text(const tm_gain *g, strbuf *b)
 {
 	sb_addf(b, "%.2f ± %.2f %% %s", fabs(g->time_pct), g->time_sd,
@@ -262,7 +253,7 @@ static void decisive_text(int crit, const tm_gain *g, strbuf *b)
 		        "hotter");
 	} else {
 		sb_addf(b, "the %s hottest GPU decides: %.1f ± %.1f °C %s (",
-		        ordinal(g->hot_rank, o, sizeof o), fabs(g->hot_c),
+		        tm_ordinal(g->hot_rank, o, sizeof o), fabs(g->hot_c),
 		        g->hot_sd, g->hot_c >= 0 ? "cooler" : "hotter");
 		peak_text(g, b);
 		sb_add(b, ", time ");

@@ -202,17 +202,6 @@ int tl_phases_read(const char *file, tl_phases **out, tm_error *err)
 
 /* ---- the couplings --------------------------------------------------------- */
 
-/* x as the profile writer writes it with d decimals, read back: the fit
- * stands on the points a reader of the profile sees. */
-static double written(double x, int d)
-{
-	char buf[64];
-	if (!isfinite(x))
-		return x;
-	snprintf(buf, sizeof buf, "%.*f", d, x);
-	x = strtod(buf, NULL);
-	return x == 0 ? 0 : x;
-}
 
 /* "host h GPU 1" (or its UUID, or its bus id, where it has no index) */
 static const char *gpu_name(const tl_ident *g, char *buf, size_t cap)
@@ -297,7 +286,7 @@ static char *how_line(const tl_phases *ph, const int *which, int n,
 		sb_addf(&b, "%s%s", shown ? ", " : "", ph->p[which[i]].label);
 		shown++;
 	}
-	sb_addf(&b, "), residual sd %.2f °C", written(sd, 2));
+	sb_addf(&b, "), residual sd %.2f °C", tm_round_as_written(sd, 2));
 	return b.s;
 }
 
@@ -349,13 +338,13 @@ static void couple_gpu(const tl_phases *ph, const tl_ident *id,
 	for (int i = 0; i < nw; i++) {
 		double *q = &c->points[(size_t)i * (size_t)w], temp, power;
 		tl_gpu_stats_phase(st[g], which[i], &temp, &power);
-		q[0] = written(temp, 2);
-		q[1] = written(power, 2);
+		q[0] = tm_round_as_written(temp, 2);
+		q[1] = tm_round_as_written(power, 2);
 		k = 2;
 		for (int s = h0; s < h0 + ng; s++)
 			if (s != g) {
 				tl_gpu_stats_phase(st[s], which[i], &temp, &power);
-				q[k++] = written(power, 2);
+				q[k++] = tm_round_as_written(power, 2);
 			}
 		c->point_source[i] = xmalloc(strlen(ph->p[which[i]].label) + 7);
 		sprintf(c->point_source[i], "phase %s", ph->p[which[i]].label);
