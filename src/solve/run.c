@@ -327,7 +327,12 @@ void tm_decide(const tm_problem *pb, tm_solution *sol)
 		tm_gain_of(pb, ref, cand, &g);
 		if (!same_flat(pb, cand, ref) && won_on(c, &g, mg)) {
 			R->decided_by = c;
-			if (c == TM_CRIT_TIME && k + 1 < norder)
+			/* past the direct program the solver's own cooling pass
+			 * has lowered the winner's peak within the time's
+			 * tolerance, and a second solve of that size would
+			 * double the plan's time (docs/bench.md) */
+			if (c == TM_CRIT_TIME && k + 1 < norder &&
+			    strcmp(sol->formulation, "greedy+bound"))
 				cooler_tied(pb, ref, tcap, mg, cand, &g);
 			if (!tm_gain_lost(&g)) {
 				moved = true;
