@@ -14,9 +14,8 @@
 
 #include "model/model.h"
 
-/* Floors of the uncertainties (docs/model.md, section 16). Time: the
- * spread of one placement's step time over a real run (p10–p90 of the
- * committed 4×H200 run, ±0.6 %). Temperature: a prediction's error that
+/* Floors of the uncertainties (docs/model.md, section 16); time's is
+ * TM_TIME_FLOOR_PCT (model.h). Temperature: a prediction's error that
  * the model does not explain (the chassis fans follow the hottest GPU,
  * the chassis warms, and without a coupling the neighbours' heat): for a
  * GPU without a coupling, the RMS of the model's per-GPU errors over the
@@ -27,7 +26,6 @@
  * machines, 0.0 to 1.4 °C, 0.71 °C), taken up to 1 °C, what nvidia-smi's
  * whole degrees resolve. Differences of temperatures at least 1 °C, for
  * the same reason. */
-#define TIME_FLOOR_PCT 0.5
 #define TEMP_ENV_SD_C 1.7
 #define TEMP_ENV_COUPLED_SD_C 1.0
 #define TEMP_FLOOR_C 1.0
@@ -244,7 +242,7 @@ static double time_sd(const tm_problem *pb, const int *ref, const int *cand,
 	free(ra);
 	free(rb);
 	free(der);
-	return sqrt(TIME_FLOOR_PCT * TIME_FLOOR_PCT + up * up + down * down);
+	return sqrt(TM_TIME_FLOOR_PCT * TM_TIME_FLOOR_PCT + up * up + down * down);
 }
 
 void tm_gain_of(const tm_problem *pb, const int *ref, const int *cand,

@@ -237,6 +237,12 @@ double tm_crit_bound(const tm_problem *pb, int crit, double best);
 
 /* decide.c: the evidence the evidence rule weighs (docs/model.md, section
  * 16; the rule is tm_decide, solve/run.c) */
+/* The run-to-run floor of a time gain, %: the spread of one placement's
+ * step time over a real run (p10–p90 of the committed 4×H200 run,
+ * ±0.6 %). It floors the time gain's uncertainty, and a placement within
+ * it of another's time is not resolvably slower: the evidence rule and
+ * replan hold a tie on time there. */
+#define TM_TIME_FLOOR_PCT 0.5
 /* A temperature prediction's standard uncertainty on GPU g at busy
  * fraction busy (°C). */
 double tm_temp_sd(const tm_problem *pb, int g, double busy);

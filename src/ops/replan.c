@@ -567,7 +567,7 @@ static int tie_candidate(const tm_problem *pb, const int *from,
 	 * replan that held the previous plan's could give up the floor's
 	 * time again at every checkpoint */
 	rc = tm_solve_held(pb, fmin(C->from.iteration_ms,
-	                            C->best.iteration_ms) * (1 + 0.5 / 100),
+	                            C->best.iteration_ms) * (1 + TM_TIME_FLOOR_PCT / 100),
 	                   INFINITY, C->from.iteration_ms <= C->best.iteration_ms ?
 	                   from : best, cand);
 	if (rc) {

@@ -84,10 +84,6 @@ int tm_run_policy(const tm_cluster *c, const tm_profile *p, const tm_job *job,
  * placements the solver offers. Nothing here ranks placements: the
  * solver does, under the caps. */
 
-/* The run-to-run floor of the time gain, %: a placement within it of
- * the reference's time is not resolvably slower (decide.c). */
-#define TIME_HOLD_PCT 0.5
-
 /* Whether g resolves a gain on crit of at least the least gain asked:
  * time, or a temperature (the peak, else the first resolved place of the
  * sorted temperatures) for the peak and wear. */
@@ -166,7 +162,7 @@ static void cooler_tied(const tm_problem *pb, const int *ref, double tcap,
 {
 	int *alt = xmalloc(sizeof(int) * (size_t)pb->nranks);
 	tm_eval e;
-	double t = tm_eval_flat(pb, cand, 0, &e) * (1 + TIME_HOLD_PCT / 100);
+	double t = tm_eval_flat(pb, cand, 0, &e) * (1 + TM_TIME_FLOOR_PCT / 100);
 	if (tm_solve_held(pb, fmin(t, tcap), INFINITY, cand, alt) == 0 &&
 	    !same_flat(pb, alt, cand) && !same_flat(pb, alt, ref)) {
 		tm_gain ga;
@@ -365,7 +361,7 @@ void tm_decide(const tm_problem *pb, tm_solution *sol)
 		t->same = same_flat(pb, cand, ref);
 		tm_eval_flat(pb, cand, sol->t_ref_ms, &t->best);
 		if (c == TM_CRIT_TIME)
-			tcap = eref.iteration_ms * (1 + TIME_HOLD_PCT / 100);
+			tcap = eref.iteration_ms * (1 + TM_TIME_FLOOR_PCT / 100);
 		else if (c == TM_CRIT_PEAK)
 			pcap = ref_peak(pb, sol, ref);
 	}
